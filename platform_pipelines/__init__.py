@@ -1,0 +1,1 @@
+"""Stateful Spark Structured Streaming queries (Kafka -> Delta), operated as Dagster assets."""

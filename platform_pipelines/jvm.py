@@ -1,0 +1,103 @@
+"""JVM prerequisites: a Java 17+ runtime and the jars resolved once from Maven Central.
+
+The jar sets are declared as Maven POMs under ``jvm/<name>/pom.xml``. The first call resolves a set
+with ``mvn dependency:copy-dependencies`` into ``.local/jars/<name>/`` and writes a stamp; later calls
+reuse the folder without touching the network. Spark's jar set drops every artifact that the pyspark
+wheel already ships, so Spark's own classes are never loaded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from platform_pipelines.settings import REPO_ROOT, get_settings
+
+JVM_DIR = REPO_ROOT / "jvm"
+MIN_JAVA = 17
+_JAR_VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
+
+
+class JvmSetupError(RuntimeError):
+    """Java or the JVM artifacts are missing; the message says what to install or run."""
+
+
+def java_major_version(java: str = "java") -> int:
+    """The major version of the ``java`` on PATH, or a JvmSetupError saying how to get one."""
+    if shutil.which(java) is None:
+        raise JvmSetupError(
+            f"Java was not found on PATH. Spark and the Kafka broker need Java {MIN_JAVA} or newer: "
+            "install it (Debian: `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME/PATH."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if match is None:
+        raise JvmSetupError(f"Could not read the Java version from `java -version`: {out.strip()}")
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def require_java() -> int:
+    """Refuse to go on without Java 17+; returns the major version found."""
+    major = java_major_version()
+    if major < MIN_JAVA:
+        raise JvmSetupError(
+            f"Java {major} was found, but Spark 4 and Kafka 4 need Java {MIN_JAVA} or newer. "
+            "Install a newer JDK and put it first on PATH (or set JAVA_HOME)."
+        )
+    return major
+
+
+def _artifact_name(jar: str) -> str:
+    return _JAR_VERSION.sub("", jar)
+
+
+def _pyspark_jar_names() -> set[str]:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    return {_artifact_name(p.name) for p in jars.glob("*.jar")}
+
+
+def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
+    """Resolve the jar set ``jvm/<name>/pom.xml`` once and return its jars (cached afterwards)."""
+    pom = JVM_DIR / name / "pom.xml"
+    target = get_settings().jars_dir / name
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    stamp = target / ".resolved"
+    if not (stamp.exists() and stamp.read_text() == digest):
+        _resolve(pom, target, quiet=quiet)
+        if name == "spark":
+            shipped = _pyspark_jar_names()
+            for jar in target.glob("*.jar"):
+                if _artifact_name(jar.name) in shipped:
+                    jar.unlink()
+        stamp.write_text(digest)
+    return sorted(target.glob("*.jar"))
+
+
+def _resolve(pom: Path, target: Path, *, quiet: bool) -> None:
+    if shutil.which("mvn") is None:
+        raise JvmSetupError(
+            "Maven (`mvn`) is needed once to fetch the JVM artifacts from Maven Central. "
+            "Install it (Debian: `apt-get install maven`) and run the command again."
+        )
+    if target.exists():
+        shutil.rmtree(target)
+    cmd = [
+        "mvn", "-B", "-gs", str(JVM_DIR / "maven-settings.xml"), "-f", str(pom),
+        "dependency:copy-dependencies", f"-DoutputDirectory={target}",
+        "-DincludeScope=runtime", "-DexcludeGroupIds=org.scala-lang",
+    ]  # fmt: skip
+    if quiet:
+        cmd.insert(1, "-q")
+    result = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
+    if result.returncode != 0:
+        detail = (result.stdout or "")[-2000:] if quiet else ""
+        raise JvmSetupError(
+            f"Maven could not resolve {pom.relative_to(REPO_ROOT)} from Maven Central.\n{detail}\n"
+            "Check the network (or your ~/.m2/settings.xml mirror) and run the command again."
+        )

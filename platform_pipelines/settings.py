@@ -1,0 +1,52 @@
+"""Where the platform keeps its local state, read from the environment in one place.
+
+Every path a run creates (broker data, Delta tables, checkpoints, progress files) lives under
+``local_dir`` (``.local/`` at the repo root by default, git-ignored). Override any field with an
+environment variable of the same name prefixed ``PLATFORM_``, e.g. ``PLATFORM_LOCAL_DIR=/data``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class PlatformSettings(BaseSettings):
+    """Paths and endpoints shared by the CLI, the Dagster definitions and the tests."""
+
+    model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True)
+
+    local_dir: Path = REPO_ROOT / ".local"
+    kafka_bootstrap_servers: str | None = None
+    spark_master: str = "local[*]"
+
+    @cached_property
+    def lakehouse_dir(self) -> Path:
+        return self.local_dir / "lakehouse"
+
+    @property
+    def jars_dir(self) -> Path:
+        return self.local_dir / "jars"
+
+    @property
+    def broker_dir(self) -> Path:
+        return self.local_dir / "kafka"
+
+    def bootstrap_servers(self) -> str:
+        """The Kafka address: the env override, else the running local broker, else localhost."""
+        if self.kafka_bootstrap_servers:
+            return self.kafka_bootstrap_servers
+        state = self.broker_dir / "broker.json"
+        if state.exists():
+            return str(json.loads(state.read_text())["bootstrap_servers"])
+        return "localhost:9092"
+
+
+def get_settings() -> PlatformSettings:
+    """Settings as the environment has them now (not cached: tests change the environment)."""
+    return PlatformSettings()

@@ -1,0 +1,87 @@
+"""The SparkSession every stream runs in: RocksDB state, changelog checkpoints, Delta, Kafka.
+
+``SparkOptions`` holds the knobs a user may turn; ``spark_conf`` turns them into Spark settings
+(pure, unit-tested) and ``build_spark_session`` starts the JVM with them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from platform_pipelines.jvm import ensure_jars, require_java
+
+ROCKSDB_PROVIDER = (
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+)
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """What a deployment may change about the session. Every default suits a 2-core laptop.
+
+    Attributes:
+        master: ``local[*]`` runs Spark in this process's JVM; any Spark master URL
+            (``spark://host:7077``, ``yarn``, ``k8s://...``) runs on a cluster.
+        app_name: shown in the Spark UI and in the cluster's application list.
+        state_partitions: ``spark.sql.shuffle.partitions``. It is frozen into every checkpoint
+            when the checkpoint is created: changing it later breaks restarts of that stream.
+        min_batches_to_retain: checkpoint versions (and state snapshots) kept for recovery.
+        driver_memory: JVM heap of the driver (local mode: of the whole engine).
+        ui_enabled: the Spark web UI on :4040; off in tests.
+        extra_conf: any other Spark setting, applied last.
+    """
+
+    master: str = "local[*]"
+    app_name: str = "platform_pipelines"
+    state_partitions: int = 4
+    min_batches_to_retain: int = 20
+    driver_memory: str = "2g"
+    ui_enabled: bool = True
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+
+def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
+    """All Spark settings for ``options``, with ``jars`` (Delta, Kafka connector) on the classpath."""
+    conf = {
+        "spark.master": options.master,
+        "spark.app.name": options.app_name,
+        "spark.driver.memory": options.driver_memory,
+        "spark.ui.enabled": str(options.ui_enabled).lower(),
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.shuffle.partitions": str(options.state_partitions),
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.streaming.minBatchesToRetain": str(options.min_batches_to_retain),
+        # Python workers must be this interpreter (the project's .venv), not whatever is on PATH.
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        # Delta's default of 50 partitions for reading its own log costs seconds per batch locally.
+        "spark.databricks.delta.snapshotPartitions": str(options.state_partitions),
+        # Stop a query from waiting for its current batch forever on `query.stop()`.
+        "spark.sql.streaming.stopTimeout": "60s",
+    }
+    conf.update(options.extra_conf)
+    return conf
+
+
+def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
+    """Start (or join) the SparkSession for ``options``; resolves the JVM jars on first use."""
+    options = options or SparkOptions()
+    require_java()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    for key, value in spark_conf(options, ensure_jars("spark")).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
