@@ -1,0 +1,44 @@
+"""The Dagster code location: assets (lineage), stream jobs and resources."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from platform_pipelines.defs.assets import all_specs
+from platform_pipelines.defs.jobs import make_stream_job
+from platform_pipelines.defs.resources import (
+    KafkaResource,
+    LakehouseResource,
+    SparkStreamingResource,
+)
+from platform_pipelines.settings import get_settings
+from platform_pipelines.streams.builtin import builtin_streams
+
+ALL_STREAMS_JOB = "all_streams"
+
+
+def build_definitions() -> dg.Definitions:
+    registry = builtin_streams()
+    lakehouse = LakehouseResource().lakehouse()
+    stream_jobs = [
+        make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
+        for s in registry
+    ]
+    all_job = make_stream_job(
+        ALL_STREAMS_JOB,
+        list(registry),
+        "Runs every declared stream in one SparkSession (one JVM), upstream first in catch-up "
+        "mode, all at once in continuous mode.",
+    )
+    return dg.Definitions(
+        assets=all_specs(registry, lakehouse),
+        jobs=[*stream_jobs, all_job],
+        resources={
+            "spark": SparkStreamingResource(master=get_settings().spark_master),
+            "kafka": KafkaResource(),
+            "lakehouse": LakehouseResource(),
+        },
+    )
+
+
+defs = build_definitions()

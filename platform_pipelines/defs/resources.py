@@ -1,0 +1,91 @@
+"""Dagster resources: the SparkSession for streaming, the Kafka address and the lakehouse folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field, PrivateAttr
+from pyspark.sql import SparkSession
+
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.settings import get_settings
+from platform_pipelines.spark.session import SparkOptions, build_spark_session
+
+
+class SparkStreamingResource(dg.ConfigurableResource):
+    """A SparkSession set up for stateful streaming (RocksDB state store with changelog
+    checkpointing, Delta Lake, the Kafka connector). Local by default; any Spark master by config.
+
+    The session starts on first use. On teardown (run end, failure or cancellation) every active
+    query is stopped gracefully, then the session.
+    """
+
+    master: str = Field(
+        default_factory=lambda: get_settings().spark_master,
+        description="Spark master URL: local[*] (default) or a cluster such as spark://host:7077.",
+    )
+    state_partitions: int = Field(
+        default=4,
+        description=(
+            "spark.sql.shuffle.partitions. Fixed into each checkpoint when it is created: "
+            "changing it later breaks restarts of existing streams."
+        ),
+    )
+    min_batches_to_retain: int = Field(default=20, description="Checkpoint versions kept.")
+    driver_memory: str = Field(default="2g", description="Driver JVM heap, e.g. 2g.")
+    ui_enabled: bool = Field(default=True, description="Serve the Spark UI on port 4040.")
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings.")
+
+    _session: SparkSession | None = PrivateAttr(default=None)
+    _owns_session: bool = PrivateAttr(default=False)
+
+    def options(self) -> SparkOptions:
+        return SparkOptions(
+            master=self.master,
+            state_partitions=self.state_partitions,
+            min_batches_to_retain=self.min_batches_to_retain,
+            driver_memory=self.driver_memory,
+            ui_enabled=self.ui_enabled,
+            extra_conf=dict(self.spark_conf),
+        )
+
+    def get_session(self) -> SparkSession:
+        """The run's SparkSession (started on first call, shared by every stream of the run)."""
+        if self._session is None:
+            # A session that was already running (an embedding process, a test run) is not ours
+            # to stop at teardown.
+            self._owns_session = SparkSession.getActiveSession() is None
+            self._session = build_spark_session(self.options())
+        return self._session
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._session is None or not self._owns_session:
+            return
+        for query in self._session.streams.active:
+            context.log.info(f"Stopping streaming query {query.name!r}")
+            query.stop()
+        self._session.stop()
+        self._session = None
+
+
+class KafkaResource(dg.ConfigurableResource):
+    """Where the Kafka broker is. Defaults to the local broker started by `platform kafka start`."""
+
+    bootstrap_servers: str | None = Field(
+        default=None,
+        description="host:port[,host:port]; default: PLATFORM_KAFKA_BOOTSTRAP_SERVERS, "
+        "else the running local broker, else localhost:9092.",
+    )
+
+    def servers(self) -> str:
+        return self.bootstrap_servers or get_settings().bootstrap_servers()
+
+
+class LakehouseResource(dg.ConfigurableResource):
+    """The folder holding every Delta table and checkpoint (default: .local/lakehouse)."""
+
+    root: str | None = Field(default=None, description="Lakehouse folder; default from settings.")
+
+    def lakehouse(self) -> Lakehouse:
+        return Lakehouse(Path(self.root) if self.root else get_settings().lakehouse_dir)

@@ -1,0 +1,143 @@
+"""Starting declared streams and babysitting them until they finish, fail or are told to stop.
+
+Nothing here knows Dagster: the Dagster op passes callbacks for progress, and an interrupt
+(``DagsterExecutionInterruptedError``, a BaseException, or Ctrl-C) stops the queries gracefully
+before it propagates, so the checkpoint stays consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql.streaming import StreamingQuery
+
+from platform_pipelines.runtime.progress import Progress
+from platform_pipelines.streams.registry import StreamContext, StreamDefinition
+
+Mode = Literal["continuous", "catch_up"]
+ProgressCallback = Callable[[str, Progress], None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a stream runs.
+
+    Attributes:
+        mode: ``continuous`` triggers every ``processing_time`` until stopped; ``catch_up`` processes
+            what is available now (``availableNow``) and ends.
+        processing_time: the trigger interval in continuous mode, e.g. ``"10 seconds"``.
+        max_offsets_per_trigger: at most this many Kafka records per micro-batch (None: no limit).
+    """
+
+    mode: Mode = "continuous"
+    processing_time: str = "10 seconds"
+    max_offsets_per_trigger: int | None = None
+
+
+class StreamFailedError(RuntimeError):
+    """A streaming query died; the message is Spark's error, summarized."""
+
+
+def start_stream(
+    ctx: StreamContext, stream: StreamDefinition, options: RunOptions
+) -> StreamingQuery:
+    """Create the stream's tables if needed and start its query on its own checkpoint."""
+    for table, schema in stream.outputs.items():
+        ctx.lakehouse.ensure_table(ctx.spark, table, schema)
+    writer = (
+        stream.build(ctx)
+        .queryName(stream.name)
+        .option("checkpointLocation", str(ctx.lakehouse.checkpoint(stream.name)))
+    )
+    if options.mode == "catch_up":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=options.processing_time)
+    return writer.start()
+
+
+def summarize_failure(name: str, error: BaseException) -> str:
+    """Spark's error reduced to what a person needs: the stream, the error class, the first line."""
+    text = str(error).strip()
+    first = next((line for line in text.splitlines() if line.strip()), type(error).__name__)
+    return f"Stream {name!r} failed: {first[:500]}"
+
+
+class Supervisor:
+    """Watches running queries, reports each new progress once and raises when one fails."""
+
+    def __init__(self, on_progress: ProgressCallback, poll_seconds: float = 1.0) -> None:
+        self._on_progress = on_progress
+        self._poll = poll_seconds
+        self._queries: dict[str, StreamingQuery] = {}
+        self._last_batch: dict[str, int] = {}
+
+    def add(self, name: str, query: StreamingQuery) -> None:
+        self._queries[name] = query
+        self._last_batch.setdefault(name, -1)
+
+    def wait(self, names: Sequence[str] | None = None) -> None:
+        """Block until the named queries (default: all) terminate; raise if one fails.
+
+        On any interrupt every query is stopped first, then the interrupt propagates.
+        """
+        watched = list(names or self._queries)
+        try:
+            while active := [n for n in watched if self._queries[n].isActive]:
+                self._queries[active[0]].awaitTermination(self._poll)
+                self.poll()
+            self.poll()
+        except BaseException:
+            self.stop_all()
+            raise
+
+    def poll(self) -> None:
+        """Report new progress of every query; raise StreamFailedError for a dead one."""
+        for name, query in self._queries.items():
+            for progress in query.recentProgress:
+                if int(progress["batchId"]) > self._last_batch[name]:
+                    self._last_batch[name] = int(progress["batchId"])
+                    self._on_progress(name, progress)
+            error = _query_error(query)
+            if error is not None:
+                self.stop_all()
+                raise StreamFailedError(summarize_failure(name, error)) from error
+
+    def stop_all(self) -> None:
+        """Stop every query gracefully (a running batch is abandoned; the checkpoint stays valid)."""
+        for query in self._queries.values():
+            if query.isActive:
+                query.stop()
+
+
+def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
+    try:
+        return query.exception()
+    except Exception:  # the query object is gone with its session: nothing to report
+        return None
+
+
+def run_streams(
+    ctx: StreamContext,
+    streams: Sequence[StreamDefinition],
+    options: RunOptions,
+    on_progress: ProgressCallback,
+    on_start: Callable[[str], None] = lambda name: None,
+) -> Supervisor:
+    """Run streams to the end. Catch-up runs them one after another, upstream first, so each
+    reads its upstream's complete output; continuous starts them all and waits until stopped."""
+    supervisor = Supervisor(on_progress)
+    if options.mode == "catch_up":
+        for stream in streams:
+            on_start(stream.name)
+            supervisor.add(stream.name, start_stream(ctx, stream, options))
+            supervisor.wait([stream.name])
+        return supervisor
+    for stream in streams:
+        on_start(stream.name)
+        supervisor.add(stream.name, start_stream(ctx, stream, options))
+    supervisor.wait()
+    return supervisor

@@ -1,0 +1,54 @@
+"""Spark schemas of every table the built-in streams write, derived from ``events.py``."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from platform_pipelines.events import CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED
+
+_TYPES: dict[str, DataType] = {
+    "string": StringType(),
+    "double": DoubleType(),
+    "timestamp": TimestampType(),
+}
+
+
+def struct_of(fields: dict[str, str], required: tuple[str, ...] = ()) -> StructType:
+    """A StructType for a ``{name: json type}`` field list; ``required`` fields are non-nullable."""
+    return StructType([StructField(n, _TYPES[t], n not in required) for n, t in fields.items()])
+
+
+CLICKSTREAM = struct_of(CLICKSTREAM_FIELDS)
+
+KAFKA_POSITION = [
+    StructField("kafka_partition", IntegerType(), True),
+    StructField("kafka_offset", LongType(), True),
+    StructField("kafka_timestamp", TimestampType(), True),
+]
+
+# bronze: every field parsed and typed, plus where the record sits in Kafka.
+CLICKSTREAM_RAW = StructType(
+    list(struct_of(CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED).fields) + KAFKA_POSITION
+)
+
+QUARANTINE = StructType(
+    [
+        StructField("source", StringType(), True),
+        StructField("raw_value", StringType(), True),
+        StructField("reason", StringType(), True),
+        *KAFKA_POSITION,
+        StructField("quarantined_at", TimestampType(), True),
+    ]
+)
+
+# silver: one row per event_id, the clickstream fields only.
+EVENTS = struct_of(CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED)
