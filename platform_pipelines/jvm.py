@@ -66,10 +66,11 @@ def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
     """Resolve the jar set ``jvm/<name>/pom.xml`` once and return its jars (cached afterwards)."""
     pom = JVM_DIR / name / "pom.xml"
     target = get_settings().jars_dir / name
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    # The stamp covers the POM and how it is resolved, so a change to either resolves again.
+    digest = hashlib.sha256(pom.read_bytes() + " ".join(_maven_args(name)).encode()).hexdigest()[:16]
     stamp = target / ".resolved"
     if not (stamp.exists() and stamp.read_text() == digest):
-        _resolve(pom, target, quiet=quiet)
+        _resolve(pom, target, _maven_args(name), quiet=quiet)
         if name == "spark":
             shipped = _pyspark_jar_names()
             for jar in target.glob("*.jar"):
@@ -79,7 +80,14 @@ def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
     return sorted(target.glob("*.jar"))
 
 
-def _resolve(pom: Path, target: Path, *, quiet: bool) -> None:
+def _maven_args(name: str) -> list[str]:
+    args = ["dependency:copy-dependencies", "-DincludeScope=runtime"]
+    if name == "spark":  # Scala comes with the pyspark wheel; the broker needs its own
+        args.append("-DexcludeGroupIds=org.scala-lang")
+    return args
+
+
+def _resolve(pom: Path, target: Path, args: list[str], *, quiet: bool) -> None:
     if shutil.which("mvn") is None:
         raise JvmSetupError(
             "Maven (`mvn`) is needed once to fetch the JVM artifacts from Maven Central. "
@@ -87,11 +95,8 @@ def _resolve(pom: Path, target: Path, *, quiet: bool) -> None:
         )
     if target.exists():
         shutil.rmtree(target)
-    cmd = [
-        "mvn", "-B", "-gs", str(JVM_DIR / "maven-settings.xml"), "-f", str(pom),
-        "dependency:copy-dependencies", f"-DoutputDirectory={target}",
-        "-DincludeScope=runtime", "-DexcludeGroupIds=org.scala-lang",
-    ]  # fmt: skip
+    cmd = ["mvn", "-B", "-gs", str(JVM_DIR / "maven-settings.xml"), "-f", str(pom),
+           *args, f"-DoutputDirectory={target}"]  # fmt: skip
     if quiet:
         cmd.insert(1, "-q")
     result = subprocess.run(cmd, capture_output=quiet, text=True, check=False)

@@ -1,0 +1,109 @@
+"""The few admin calls the platform needs: is the broker up, make topics, how far do they reach."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, OffsetSpec
+from kafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+_CLIENT_ID = "platform-admin"
+
+
+def _admin(bootstrap: str, timeout_s: float = 10.0) -> KafkaAdminClient:
+    ms = int(timeout_s * 1000)
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id=_CLIENT_ID,
+        bootstrap_timeout_ms=ms,
+        request_timeout_ms=max(ms, 1000),
+    )
+
+
+def probe(bootstrap: str, timeout_s: float = 2.0) -> int:
+    """One metadata round trip; returns the number of live brokers or raises a KafkaError."""
+    with _admin(bootstrap, timeout_s) as admin:
+        brokers = admin.describe_cluster()["brokers"]
+    if not brokers:
+        raise KafkaError(f"{bootstrap} answered but reports no registered broker yet")
+    return len(brokers)
+
+
+def wait_for_broker(
+    bootstrap: str, timeout_s: float = 30.0, *, check: Callable[[], None] | None = None
+) -> None:
+    """Block until a broker at ``bootstrap`` answers a metadata request.
+
+    ``check`` runs before every attempt; whatever it raises ends the wait at once (the local broker
+    uses it to notice that its process died instead of waiting for the timeout).
+
+    Raises:
+        TimeoutError: nothing answered within ``timeout_s``; the message holds the last error.
+    """
+    retrying = Retrying(
+        stop=stop_after_delay(timeout_s),
+        wait=wait_fixed(0.25),
+        retry=retry_if_exception_type((KafkaError, OSError)),
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                if check is not None:
+                    check()
+                probe(bootstrap)
+    except RetryError as err:
+        last = err.last_attempt.exception()
+        raise TimeoutError(
+            f"No Kafka broker answered at {bootstrap} within {timeout_s:.0f}s "
+            f"(last error: {last}). Start the local broker, or point "
+            "PLATFORM_KAFKA_BOOTSTRAP_SERVERS at a running one."
+        ) from last
+
+
+def create_topics(
+    bootstrap: str,
+    topics: Mapping[str, int],
+    *,
+    replication_factor: int = 1,
+    configs: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> list[str]:
+    """Create ``{name: partitions}``; existing topics are left alone. Returns the names created.
+
+    Returns once every topic has a leader for each partition, so a producer can write at once.
+    """
+    spec = {
+        name: {
+            "num_partitions": partitions,
+            "replication_factor": replication_factor,
+            "configs": dict(configs or {}),
+        }
+        for name, partitions in topics.items()
+    }
+    with _admin(bootstrap, timeout_s) as admin:
+        result = admin.create_topics(spec, timeout_ms=int(timeout_s * 1000), raise_errors=False)
+        created = []
+        for topic in result["topics"]:
+            error = for_code(topic["error_code"])
+            if topic["error_code"] == 0:
+                created.append(topic["name"])
+            elif error is not TopicAlreadyExistsError:
+                raise error(f"Could not create topic {topic['name']}: {topic.get('error_message')}")
+        admin.wait_for_topics(list(topics), timeout_ms=int(timeout_s * 1000))
+    return created
+
+
+def end_offsets(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """The next offset to be written, per partition of ``topic`` (sum = records ever written)."""
+    with _admin(bootstrap, timeout_s) as admin:
+        (described,) = admin.describe_topics([topic])
+        if described["error_code"] != 0:
+            raise for_code(described["error_code"])(f"Cannot read offsets of topic {topic!r}")
+        specs = {
+            TopicPartition(topic, p["partition_index"]): OffsetSpec.LATEST
+            for p in described["partitions"]
+        }
+        offsets = admin.list_partition_offsets(specs)
+    return {tp.partition: found.offset for tp, found in sorted(offsets.items())}

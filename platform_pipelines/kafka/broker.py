@@ -1,0 +1,296 @@
+"""A real single-node Apache Kafka broker (KRaft, broker + controller in one JVM) for local use.
+
+Everything lives in ``data_dir``: ``server.properties``, ``log4j2.properties``, the topic data under
+``logs/``, the broker's output in ``broker.log`` and, while it runs, ``broker.json`` (pid, port,
+bootstrap servers) so that other processes (the CLI, the settings, a second test run) can find it.
+The storage is formatted once; a restart on the same ``data_dir`` keeps every topic and record.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from platform_pipelines.jvm import ensure_jars, require_java
+from platform_pipelines.kafka.admin import wait_for_broker
+
+HOST = "127.0.0.1"
+STATE_FILE = "broker.json"
+LOG_FILE = "broker.log"
+_LISTENERS = re.compile(r"^listeners=PLAINTEXT://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)$", re.M)
+
+_LOG4J2 = """\
+status = warn
+shutdownHook = disable
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not start or stop; the message says why and what to do."""
+
+
+def _port_open(port: int, host: str = HOST) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # the pid may have been reused by an unrelated process since broker.json was written
+        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+
+
+def find_running_broker(data_dir: Path) -> dict[str, Any] | None:
+    """The ``broker.json`` of the live broker serving ``data_dir``, else None.
+
+    A file left behind by a dead broker (pid gone or port closed) is removed.
+    """
+    state = Path(data_dir) / STATE_FILE
+    try:
+        info: dict[str, Any] = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return None
+    if _pid_alive(int(info["pid"])) and _port_open(int(info["port"])):
+        return info
+    state.unlink(missing_ok=True)
+    return None
+
+
+def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
+    # A static voter set (controller.quorum.voters) rather than a dynamic quorum: the controller's
+    # address is then read from this file on every start and is not frozen into the metadata log,
+    # so a restart may use other ports.
+    return f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@{HOST}:{controller_port}
+listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}
+advertised.listeners=PLAINTEXT://{HOST}:{port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs={data_dir / "logs"}
+num.partitions=3
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+"""
+
+
+class LocalKafkaBroker:
+    """One local Kafka broker process serving ``data_dir``.
+
+    Example:
+        >>> with LocalKafkaBroker(Path(".local/kafka")) as bootstrap:  # doctest: +SKIP
+        ...     create_topics(bootstrap, {"clickstream": 3})
+    """
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self._requested_port = port
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>`` once started."""
+        if self.port is None:
+            raise BrokerError("The broker has not been started: call start() first.")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """Where the broker's own output goes (appended to on every start)."""
+        return self.data_dir / LOG_FILE
+
+    @property
+    def pid(self) -> int | None:
+        """The broker process id while this object's process runs."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def start(self, timeout_s: float = 60) -> str:
+        """Format the storage if new, launch the broker, wait until it serves; returns bootstrap.
+
+        Raises:
+            JvmSetupError: Java 17+ is missing.
+            BrokerError: another broker serves this ``data_dir``, the process died, or it did not
+                answer within ``timeout_s``.
+        """
+        require_java()
+        running = find_running_broker(self.data_dir)
+        if running is not None:
+            raise BrokerError(
+                f"A broker (pid {running['pid']}) already serves {self.data_dir} at "
+                f"{running['bootstrap_servers']}: use it, or stop it before starting another."
+            )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._choose_ports()
+        props = self._write_config()
+        deadline = time.monotonic() + timeout_s
+        self._format_once(props, timeout_s)
+        self._launch(props)
+        try:
+            wait_for_broker(
+                self.bootstrap_servers, max(deadline - time.monotonic(), 1.0), check=self._check
+            )
+        except BaseException as err:  # Ctrl-C included: never leave a broker without broker.json
+            self.stop()
+            if isinstance(err, TimeoutError):
+                raise BrokerError(self._explain(f"did not answer in {timeout_s:.0f}s")) from err
+            raise
+        self._write_state()
+        return self.bootstrap_servers
+
+    def stop(self, timeout_s: float = 30) -> None:
+        """SIGTERM the broker (SIGKILL after ``timeout_s``), remove ``broker.json``; also stops a
+        broker that another process started from the same ``data_dir``."""
+        running = find_running_broker(self.data_dir) if self._proc is None else None
+        pid = self._proc.pid if self._proc is not None else running and int(running["pid"])
+        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+            if not pid or self._gone(pid, 0):
+                break
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            if self._gone(pid, wait_s):
+                break
+        self._proc = None
+        (self.data_dir / STATE_FILE).unlink(missing_ok=True)
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _choose_ports(self) -> None:
+        previous = self._previous_ports()
+        # Reusing the last ports keeps the bootstrap address stable across restarts.
+        port = self._requested_port or (previous[0] if previous else None)
+        if port is None or (self._requested_port is None and _port_open(port)):
+            port = _free_port()
+        controller = previous[1] if previous and not _port_open(previous[1]) else None
+        while controller is None or controller == port:
+            controller = _free_port()
+        self.port, self.controller_port = port, controller
+
+    def _previous_ports(self) -> tuple[int, int] | None:
+        props = self.data_dir / "server.properties"
+        match = _LISTENERS.search(props.read_text()) if props.exists() else None
+        return (int(match.group(1)), int(match.group(2))) if match else None
+
+    def _write_config(self) -> Path:
+        assert self.port is not None and self.controller_port is not None
+        props = self.data_dir / "server.properties"
+        props.write_text(_server_properties(self.data_dir, self.port, self.controller_port))
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J2)
+        return props
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        jars = ensure_jars("kafka-broker")
+        log4j = self.data_dir / "log4j2.properties"
+        # C1 only and the serial GC start the JVM ~40% sooner; a local broker never needs peak JIT.
+        return [
+            "java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+            _classpath(jars), f"-Dlog4j2.configurationFile={log4j}", main, *args,
+        ]  # fmt: skip
+
+    def _format_once(self, props: Path, timeout_s: float) -> None:
+        if (self.data_dir / "logs" / "meta.properties").exists():
+            return
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # the CLI would read it as an option (as Kafka's own)
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        if done.returncode != 0:
+            raise BrokerError(
+                f"Formatting the Kafka storage in {self.data_dir / 'logs'} failed:\n"
+                f"{done.stdout}{done.stderr}\nRemove that folder and start again."
+            )
+
+    def _launch(self, props: Path) -> None:
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                self._java("kafka.Kafka", str(props)),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.data_dir,
+                start_new_session=True,  # outlives a Ctrl-C in the shell that started it
+            )
+
+    def _check(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            code = self._proc.returncode
+            self._proc = None
+            raise BrokerError(self._explain(f"exited early with code {code}"))
+
+    def _explain(self, what: str) -> str:
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        # A failed broker logs its cause early, then many lines of orderly shutdown.
+        causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by")]
+        return (
+            f"The Kafka broker in {self.data_dir} {what}. Errors in {self.log_path}:\n"
+            + "\n".join(causes[:8])
+            + "\nLast lines:\n"
+            + "\n".join(lines[-30:])
+            + f"\nIf port {self.port} or {self.controller_port} is taken, pass another port; if "
+            f"the storage is damaged, delete {self.data_dir} (drops its topics) and start again."
+        )
+
+    def _write_state(self) -> None:
+        assert self._proc is not None
+        ports: dict[str, Any] = {"port": self.port, "controller_port": self.controller_port}
+        state = {"pid": self._proc.pid, **ports, "bootstrap_servers": self.bootstrap_servers}
+        state["data_dir"] = str(self.data_dir)
+        (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+    def _gone(self, pid: int, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            own = self._proc is not None and self._proc.pid == pid
+            alive = self._proc.poll() is None if own and self._proc else _pid_alive(pid)
+            if not alive or time.monotonic() >= deadline:
+                return not alive
+            time.sleep(0.1)
+
+
+def _classpath(jars: list[Path]) -> str:
+    return str(jars[0].parent / "*")
