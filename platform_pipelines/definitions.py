@@ -18,7 +18,8 @@ ALL_STREAMS_JOB = "all_streams"
 
 
 def build_definitions() -> dg.Definitions:
-    registry = builtin_streams()
+    """Everything Dagster shows: one asset per topic and table, one job per stream, resources."""
+    registry = builtin_streams(get_settings().clickstream_topic)
     lakehouse = LakehouseResource().lakehouse()
     stream_jobs = [
         make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")

@@ -24,6 +24,7 @@ class PlatformSettings(BaseSettings):
     local_dir: Path = REPO_ROOT / ".local"
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
+    clickstream_topic: str = "clickstream"
 
     @cached_property
     def lakehouse_dir(self) -> Path:

@@ -5,17 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from pyspark.sql.types import StructType
 
-from platform_pipelines.events import CLICKSTREAM_TOPIC
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.streams.registry import StreamDefinition, StreamRegistry
-
-TOPIC_DESCRIPTIONS = {
-    CLICKSTREAM_TOPIC: (
-        "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, page, amount, "
-        "event_time), keyed by user_id. Written by the synthetic producer or your applications."
-    ),
-}
-
 
 def column_schema(schema: StructType) -> dg.TableSchema:
     return dg.TableSchema(
@@ -30,10 +21,11 @@ def column_schema(schema: StructType) -> dg.TableSchema:
     )
 
 
-def topic_spec(topic: str) -> dg.AssetSpec:
+def topic_spec(topic: str, description: str) -> dg.AssetSpec:
+    """A Kafka topic as an external asset: the start of the lineage graph."""
     return dg.AssetSpec(
         key=topic,
-        description=TOPIC_DESCRIPTIONS.get(topic, f"Kafka topic {topic}."),
+        description=description or f"Kafka topic {topic}.",
         kinds={"kafka"},
         group_name="kafka",
     )
@@ -61,8 +53,8 @@ def stream_specs(stream: StreamDefinition, lakehouse: Lakehouse) -> list[dg.Asse
 
 
 def all_specs(registry: StreamRegistry, lakehouse: Lakehouse) -> list[dg.AssetSpec]:
-    topics = sorted({s.upstream for s in registry if s.upstream_is_topic})
-    specs = [topic_spec(t) for t in topics]
+    topics = {s.upstream: s.upstream_description for s in registry if s.upstream_is_topic}
+    specs = [topic_spec(topic, text) for topic, text in sorted(topics.items())]
     for stream in registry:
         specs.extend(stream_specs(stream, lakehouse))
     return specs

@@ -5,7 +5,6 @@ materializations with numeric metadata (plotted on the asset page), fails the ru
 error summarized if a query dies, and stops the queries gracefully when the run is cancelled.
 """
 
-from __future__ import annotations
 
 import time
 from collections.abc import Sequence

@@ -66,6 +66,11 @@ def builtin_streams(clickstream_topic: str = CLICKSTREAM_TOPIC) -> StreamRegistr
                 ),
                 upstream=clickstream_topic,
                 upstream_is_topic=True,
+                upstream_description=(
+                    "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, "
+                    "page, amount, event_time), keyed by user_id. Written by the synthetic "
+                    "producer (`platform produce`) or your applications."
+                ),
                 outputs={
                     "clickstream_raw": schemas.CLICKSTREAM_RAW,
                     "quarantine": schemas.QUARANTINE,

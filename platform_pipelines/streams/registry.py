@@ -69,6 +69,8 @@ class StreamDefinition:
         layer: bronze, silver or gold (the Dagster asset group).
         upstream_is_topic: whether ``upstream`` is a Kafka topic (else a lakehouse table).
         watermark: the event-time watermark delay of its stateful operator, for the docs and UI.
+        upstream_description: for a topic upstream, its description in the UI.
+        output_descriptions: descriptions of the extra outputs (default: ``description``).
     """
 
     name: str
@@ -79,6 +81,7 @@ class StreamDefinition:
     layer: str
     upstream_is_topic: bool = False
     watermark: timedelta | None = None
+    upstream_description: str = ""
     output_descriptions: dict[str, str] = field(default_factory=dict)
 
 

@@ -1,0 +1,22 @@
+# The platform's image for docker-compose.yml: Python 3.11, Java 17, the project and its JVM jars.
+FROM python:3.11-slim-bookworm
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY platform_pipelines ./platform_pipelines
+COPY jvm ./jvm
+RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir -e . \
+ && /app/.venv/bin/platform setup
+# DAGSTER_HOME is a volume (run history survives restarts); the instance config is copied into it
+# at start, so the image's dagster.yaml always wins.
+COPY dagster_home/dagster.yaml /app/dagster.yaml
+RUN printf '#!/bin/sh\nmkdir -p "$DAGSTER_HOME" && cp /app/dagster.yaml "$DAGSTER_HOME/" && exec "$@"\n' \
+      > /usr/local/bin/with-dagster-home && chmod +x /usr/local/bin/with-dagster-home
+
+ENV PATH=/app/.venv/bin:$PATH \
+    DAGSTER_HOME=/app/dagster_home \
+    PLATFORM_LOCAL_DIR=/data

@@ -1,0 +1,258 @@
+"""`platform`: set up, run the demo, start the local broker and the Dagster UI, produce events.
+
+Every command has --help. Errors print what happened and what to do; --debug adds the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from platform_pipelines.events import CLICKSTREAM_TOPIC
+from platform_pipelines.settings import REPO_ROOT, get_settings
+
+console = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly_errors(func: F) -> F:
+    """Print known errors as one readable message (traceback only with --debug)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            console.print(f"[bold red]Error:[/] {error}")
+            console.print("[dim](run with --debug to see the traceback)[/]")
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+def main(debug: bool) -> None:
+    """Streaming data platform: stateful Spark streams on Kafka and Delta, run by Dagster."""
+
+
+@main.command()
+@friendly_errors
+def setup() -> None:
+    """Check Java and resolve the JVM artifacts (once; offline afterwards)."""
+    from platform_pipelines.jvm import ensure_jars, require_java
+
+    table = Table("component", "status")
+    table.add_row("Java", f"{require_java()} (>= 17 needed)")
+    for name in ("spark", "kafka-broker"):
+        with console.status(f"Resolving {name} jars from Maven Central (first time only)..."):
+            jars = ensure_jars(name)
+        table.add_row(f"{name} jars", f"{len(jars)} in {get_settings().jars_dir / name}")
+    console.print(table)
+
+
+def _broker():  # type: ignore[no-untyped-def]
+    from platform_pipelines.kafka.broker import LocalKafkaBroker
+
+    return LocalKafkaBroker(get_settings().broker_dir)
+
+
+def ensure_broker() -> tuple[str, bool]:
+    """The running local broker's address, starting one if none runs; (address, started_here)."""
+    from platform_pipelines.kafka.broker import find_running_broker
+
+    running = find_running_broker(get_settings().broker_dir)
+    if running:
+        return str(running["bootstrap_servers"]), False
+    with console.status("Starting the local Kafka broker (KRaft)..."):
+        return _broker().start(), True
+
+
+@main.group()
+def kafka() -> None:
+    """The local single-node Kafka broker (data under .local/kafka)."""
+
+
+@kafka.command("start")
+@friendly_errors
+def kafka_start() -> None:
+    """Start the local broker in the background (no-op if it runs)."""
+    address, started = ensure_broker()
+    console.print(f"Kafka broker {'started' if started else 'already running'} at {address}")
+
+
+@kafka.command("stop")
+@friendly_errors
+def kafka_stop() -> None:
+    """Stop the local broker."""
+    from platform_pipelines.kafka.broker import find_running_broker
+
+    if find_running_broker(get_settings().broker_dir) is None:
+        console.print("No local Kafka broker is running.")
+        return
+    _broker().stop()
+    console.print("Kafka broker stopped.")
+
+
+@kafka.command("status")
+@friendly_errors
+def kafka_status() -> None:
+    """Show whether the local broker runs, and where."""
+    from platform_pipelines.kafka.broker import find_running_broker
+
+    info = find_running_broker(get_settings().broker_dir)
+    console.print(f"running at {info['bootstrap_servers']} (pid {info['pid']})" if info
+                  else "not running")  # fmt: skip
+
+
+def _produce_with_progress(cfg: Any, bootstrap: str) -> Any:
+    from platform_pipelines.kafka.admin import create_topics
+    from platform_pipelines.kafka.producer import generate_clickstream, produce
+
+    create_topics(bootstrap, {CLICKSTREAM_TOPIC: 3})
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as bar:  # fmt: skip
+        task = bar.add_task(f"Producing to {CLICKSTREAM_TOPIC}", total=cfg.events)
+        return produce(bootstrap, CLICKSTREAM_TOPIC, generate_clickstream(cfg), cfg.rate_per_sec,
+                       progress=lambda n: bar.update(task, completed=n))  # fmt: skip
+
+
+def producer_options(func: F) -> F:
+    """The synthetic producer's knobs, shared by `produce` and `demo`."""
+    options = [
+        click.option("--events", default=20_000, show_default=True, help="Records to produce."),
+        click.option("--users", default=300, show_default=True, help="Distinct users (keys)."),
+        click.option("--duplicate-rate", default=0.02, show_default=True),
+        click.option("--late-rate", default=0.05, show_default=True),
+        click.option("--malformed-rate", default=0.01, show_default=True),
+        click.option(
+            "--rate",
+            "rate_per_sec",
+            default=0.0,
+            show_default=True,
+            help="Records per second (0: as fast as possible).",
+        ),  # fmt: skip
+        click.option("--seed", default=42, show_default=True),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _config(**kw: Any) -> Any:
+    from platform_pipelines.kafka.producer import ClickstreamConfig
+
+    try:
+        return ClickstreamConfig(**kw)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@main.command("produce")
+@producer_options
+@friendly_errors
+def produce_cmd(**kw: Any) -> None:
+    """Produce a synthetic clickstream into the local broker (started if needed)."""
+    cfg = _config(**kw)
+    bootstrap, _ = ensure_broker()
+    summary = _produce_with_progress(cfg, bootstrap)
+    _print_counts("Produced", summary.counts, f"{summary.rate_per_sec:,.0f} records/s")
+
+
+def _print_counts(title: str, counts: dict[str, int], caption: str = "") -> None:
+    table = Table("kind", "records", title=title, caption=caption)
+    for kind, n in counts.items():
+        table.add_row(kind, f"{n:,}")
+    console.print(table)
+
+
+@main.command()
+@producer_options
+@click.option("--keep-broker", is_flag=True, help="Leave the broker running afterwards.")
+@friendly_errors
+def demo(keep_broker: bool, **kw: Any) -> None:
+    """The main job: broker, synthetic clickstream, bronze -> silver -> gold through Dagster."""
+    from platform_pipelines.demo import run_all_streams_catch_up, summarize_tables
+    from platform_pipelines.jvm import ensure_jars, require_java
+
+    cfg = _config(**kw)
+    require_java()
+    with console.status("Resolving JVM artifacts (cached after the first run)..."):
+        ensure_jars("spark")
+        ensure_jars("kafka-broker")
+    bootstrap, started = ensure_broker()
+    os.environ["PLATFORM_KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+    try:
+        produced = _produce_with_progress(cfg, bootstrap)
+        console.rule("Running the all_streams job through Dagster (catch-up)")
+        began = time.monotonic()
+        run_id, status = run_all_streams_catch_up()
+        elapsed = time.monotonic() - began
+    finally:
+        if started and not keep_broker:
+            _broker().stop()
+    tables, reasons = summarize_tables(["clickstream_raw", "quarantine", "events", "user_sessions"])
+    _print_demo_summary(produced.counts, run_id, status, elapsed, tables, reasons)
+    if status != "SUCCESS":
+        raise click.ClickException(f"The all_streams run ended {status}; see its logs in the UI.")
+
+
+def _print_demo_summary(produced: dict[str, int], run_id: str, status: str, elapsed: float,
+                        tables: list[Any], reasons: list[tuple[str, int]]) -> None:  # fmt: skip
+    _print_counts("Produced to Kafka", produced)
+    table = Table("table", "rows", "path", title=f"Delta tables (run {run_id[:8]} {status}, "
+                  f"{elapsed:.0f} s)")  # fmt: skip
+    for t in tables:
+        table.add_row(t.name, f"{t.rows:,}", str(t.path.relative_to(REPO_ROOT)
+                      if t.path.is_relative_to(REPO_ROOT) else t.path))  # fmt: skip
+    console.print(table)
+    if reasons:
+        _print_counts("Quarantined records by reason", dict(reasons))
+    lake = get_settings().lakehouse_dir
+    console.print(f"Sessions closed: [bold]{next(t.rows for t in tables if t.name == 'user_sessions'):,}[/]"
+                  " (sessions still open wait for more events or the inactivity timeout)")  # fmt: skip
+    console.print(f"Checkpoints: {lake / 'checkpoints'}")
+    console.print("Open the Dagster UI on the same state: [bold]make ui[/] "
+                  "(then http://127.0.0.1:3000, run id " f"{run_id})")  # fmt: skip
+
+
+@main.command()
+@click.option("--port", default=3000, show_default=True, help="Port of the Dagster webserver.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@friendly_errors
+def ui(port: int, host: str) -> None:
+    """Start the local Kafka broker and the Dagster UI (webserver + daemon) on dagster_home."""
+    from platform_pipelines.demo import use_project_instance
+
+    home = use_project_instance()
+    bootstrap, started = ensure_broker()
+    env = {**os.environ, "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "DAGSTER_HOME": str(home)}
+    console.print(f"Kafka at {bootstrap}; Dagster UI at http://{host}:{port} (Ctrl-C stops both)")
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "platform_pipelines.definitions",
+           "--host", host, "--port", str(port)]  # fmt: skip
+    try:
+        subprocess.run(cmd, env=env, cwd=REPO_ROOT, check=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if started:
+            _broker().stop()
+            console.print("Kafka broker stopped.")
+
+
+if __name__ == "__main__":
+    main()
