@@ -63,8 +63,9 @@ def generate(folder: Path, events: int, users: int, files: int, seed: int = 7) -
     """
     rng = np.random.default_rng(seed)
     user = rng.integers(0, users, events)
-    pause_s = np.where(rng.random(events) < 0.05, rng.exponential(7200, events),
-                       rng.exponential(240, events))  # fmt: skip
+    pause_s = np.where(
+        rng.random(events) < 0.05, rng.exponential(7200, events), rng.exponential(240, events)
+    )
     frame = pd.DataFrame({"user": user, "pause": pause_s})
     offset_s = frame.groupby("user")["pause"].cumsum().to_numpy()
     kind = rng.choice(EVENT_TYPES, events, p=EVENT_WEIGHTS)
@@ -146,8 +147,14 @@ def render(results: list[Result], console: Console) -> None:
     for header in ("variant", "input rows", "sessions", "batches", "wall s", "rows/s"):
         table.add_column(header, justify="left" if header == "variant" else "right", no_wrap=True)
     for r in results:
-        table.add_row(r.variant, f"{r.input_rows:,}", f"{r.sessions:,}", str(r.batches),
-                      f"{r.wall_seconds:.1f}", f"{r.rows_per_second:,}")  # fmt: skip
+        table.add_row(
+            r.variant,
+            f"{r.input_rows:,}",
+            f"{r.sessions:,}",
+            str(r.batches),
+            f"{r.wall_seconds:.1f}",
+            f"{r.rows_per_second:,}",
+        )
     console.print(table)
 
 

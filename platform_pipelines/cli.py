@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -20,6 +20,9 @@ from rich.table import Table
 
 from platform_pipelines.events import CLICKSTREAM_TOPIC
 from platform_pipelines.settings import REPO_ROOT, get_settings
+
+if TYPE_CHECKING:
+    from platform_pipelines.kafka.broker import LocalKafkaBroker
 
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,7 +68,7 @@ def setup() -> None:
     console.print(table)
 
 
-def _broker():  # type: ignore[no-untyped-def]
+def _broker() -> LocalKafkaBroker:
     from platform_pipelines.kafka.broker import LocalKafkaBroker
 
     return LocalKafkaBroker(get_settings().broker_dir)
@@ -115,8 +118,9 @@ def kafka_status() -> None:
     from platform_pipelines.kafka.broker import find_running_broker
 
     info = find_running_broker(get_settings().broker_dir)
-    console.print(f"running at {info['bootstrap_servers']} (pid {info['pid']})" if info
-                  else "not running")  # fmt: skip
+    console.print(
+        f"running at {info['bootstrap_servers']} (pid {info['pid']})" if info else "not running"
+    )
 
 
 def _produce_with_progress(cfg: Any, bootstrap: str) -> Any:
@@ -124,11 +128,21 @@ def _produce_with_progress(cfg: Any, bootstrap: str) -> Any:
     from platform_pipelines.kafka.producer import generate_clickstream, produce
 
     create_topics(bootstrap, {CLICKSTREAM_TOPIC: 3})
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as bar:  # fmt: skip
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
         task = bar.add_task(f"Producing to {CLICKSTREAM_TOPIC}", total=cfg.events)
-        return produce(bootstrap, CLICKSTREAM_TOPIC, generate_clickstream(cfg), cfg.rate_per_sec,
-                       progress=lambda n: bar.update(task, completed=n))  # fmt: skip
+        return produce(
+            bootstrap,
+            CLICKSTREAM_TOPIC,
+            generate_clickstream(cfg),
+            cfg.rate_per_sec,
+            progress=lambda n: bar.update(task, completed=n),
+        )
 
 
 def producer_options(func: F) -> F:
@@ -145,7 +159,7 @@ def producer_options(func: F) -> F:
             default=0.0,
             show_default=True,
             help="Records per second (0: as fast as possible).",
-        ),  # fmt: skip
+        ),
         click.option("--seed", default=42, show_default=True),
     ]
     for option in reversed(options):
@@ -185,8 +199,9 @@ def _print_counts(title: str, counts: dict[str, int], caption: str = "") -> None
 @click.option("--keep-broker", is_flag=True, help="Leave the broker running afterwards.")
 @friendly_errors
 def demo(keep_broker: bool, **kw: Any) -> None:
-    """The main job: broker, synthetic clickstream, bronze -> silver -> gold through Dagster."""
-    from platform_pipelines.demo import run_all_streams_catch_up, summarize_tables
+    """The main job: broker, synthetic topics, every stream through Dagster, daily engagement."""
+    from platform_pipelines import demo as steps
+    from platform_pipelines.catalog import load_registry
     from platform_pipelines.jvm import ensure_jars, require_java
 
     cfg = _config(**kw)
@@ -197,37 +212,72 @@ def demo(keep_broker: bool, **kw: Any) -> None:
     bootstrap, started = ensure_broker()
     os.environ["PLATFORM_KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
     try:
-        produced = _produce_with_progress(cfg, bootstrap)
+        produced = _produce_demo_topics(cfg, bootstrap)
         console.rule("Running the all_streams job through Dagster (catch-up)")
         began = time.monotonic()
-        run_id, status = run_all_streams_catch_up()
+        run_id, status = steps.run_all_streams_catch_up()
         elapsed = time.monotonic() - began
     finally:
         if started and not keep_broker:
             _broker().stop()
-    tables, reasons = summarize_tables(["clickstream_raw", "quarantine", "events", "user_sessions"])
-    _print_demo_summary(produced.counts, run_id, status, elapsed, tables, reasons)
     if status != "SUCCESS":
-        raise click.ClickException(f"The all_streams run ended {status}; see its logs in the UI.")
+        raise click.ClickException(f"The all_streams run {run_id} ended {status}; its logs are "
+                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
+    console.rule("Materializing daily_engagement")
+    steps.materialize_engagement([cfg.start_time.date().isoformat()])
+    registry = load_registry()
+    summary = steps.summarize([*registry.tables(), "daily_engagement"])
+    _print_demo_summary(produced, run_id, status, elapsed, summary)
+
+
+def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:
+    """The clickstream (with a progress bar), heartbeats of 5 services and a few keyed events."""
+    from platform_pipelines.kafka.admin import create_topics
+    from platform_pipelines.kafka.heartbeats import HeartbeatConfig, generate_heartbeats
+    from platform_pipelines.kafka.producer import produce, produce_events
+
+    settings = get_settings()
+    create_topics(bootstrap, {settings.heartbeats_topic: 1, "key_events": 1})
+    counts = {
+        f"clickstream {k}": n for k, n in _produce_with_progress(cfg, bootstrap).counts.items()
+    }
+    beats = produce(bootstrap, settings.heartbeats_topic, generate_heartbeats(HeartbeatConfig()))
+    counts["service_heartbeats"] = beats.total
+    keyed = [{"key": f"k{i % 7}", "event_time": "2026-11-22T08:00:00Z"} for i in range(100)]
+    counts["key_events"] = produce_events(bootstrap, "key_events", keyed, key_field="key").total
+    return counts
 
 
 def _print_demo_summary(produced: dict[str, int], run_id: str, status: str, elapsed: float,
-                        tables: list[Any], reasons: list[tuple[str, int]]) -> None:  # fmt: skip
+                        summary: Any) -> None:  # fmt: skip
     _print_counts("Produced to Kafka", produced)
-    table = Table("table", "rows", "path", title=f"Delta tables (run {run_id[:8]} {status}, "
-                  f"{elapsed:.0f} s)")  # fmt: skip
-    for t in tables:
-        table.add_row(t.name, f"{t.rows:,}", str(t.path.relative_to(REPO_ROOT)
-                      if t.path.is_relative_to(REPO_ROOT) else t.path))  # fmt: skip
+    table = Table("table", "rows", "path", title=f"Delta tables (all_streams run {run_id[:8]} "
+                  f"{status} in {elapsed:.0f} s)")  # fmt: skip
+    for name, rows, path in summary.tables:
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        table.add_row(name, f"{rows:,}", str(shown))
     console.print(table)
-    if reasons:
-        _print_counts("Quarantined records by reason", dict(reasons))
-    lake = get_settings().lakehouse_dir
-    console.print(f"Sessions closed: [bold]{next(t.rows for t in tables if t.name == 'user_sessions'):,}[/]"
-                  " (sessions still open wait for more events or the inactivity timeout)")  # fmt: skip
-    console.print(f"Checkpoints: {lake / 'checkpoints'}")
-    console.print("Open the Dagster UI on the same state: [bold]make ui[/] "
-                  "(then http://127.0.0.1:3000, run id " f"{run_id})")  # fmt: skip
+    if summary.quarantine_reasons:
+        _print_counts("Quarantined records by reason (top 5)", dict(summary.quarantine_reasons))
+    alerts = Table("user", "failures", "first", "last", title=f"Security alerts "
+                   f"({summary.rows('security_alerts')}, first 5)")  # fmt: skip
+    for a in summary.alerts:
+        alerts.add_row(a["user_id"], str(a["failure_count"]), str(a["first_failure_time"]),
+                       str(a["last_failure_time"]))  # fmt: skip
+    console.print(alerts)
+    changes = Table("service", "status", "changed at", title="Service status changes")
+    for s in summary.status_changes:
+        changes.add_row(s["service"], s["status"], str(s["changed_at"]))
+    console.print(changes)
+    for day in summary.engagement:
+        console.print(f"daily_engagement {day['day']}: {day['sessions']} sessions, {day['users']} "
+                      f"users, avg {day['avg_duration_seconds']:.0f} s, conversion "
+                      f"{day['conversion_rate']:.1%}, revenue {day['revenue']:,.2f}")  # fmt: skip
+    console.print(f"Sessions closed: [bold]{summary.rows('user_sessions'):,}[/] (still-open "
+                  "sessions close when later events move the watermark past their timeout)")  # fmt: skip
+    console.print(f"Tables and checkpoints: {get_settings().lakehouse_dir}")
+    console.print(f"Open the Dagster UI on the same state: [bold]make ui[/], then "
+                  f"http://127.0.0.1:3000 (run {run_id})")  # fmt: skip
 
 
 @main.command()
@@ -242,8 +292,18 @@ def ui(port: int, host: str) -> None:
     bootstrap, started = ensure_broker()
     env = {**os.environ, "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "DAGSTER_HOME": str(home)}
     console.print(f"Kafka at {bootstrap}; Dagster UI at http://{host}:{port} (Ctrl-C stops both)")
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "platform_pipelines.definitions",
-           "--host", host, "--port", str(port)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "platform_pipelines.definitions",
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     try:
         subprocess.run(cmd, env=env, cwd=REPO_ROOT, check=False)
     except KeyboardInterrupt:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import dagster as dg
 
+from platform_pipelines.catalog import load_registry
 from platform_pipelines.defs.assets import all_specs
+from platform_pipelines.defs.engagement import (
+    daily_engagement_asset,
+    daily_engagement_job,
+    daily_engagement_schedule,
+)
 from platform_pipelines.defs.jobs import make_stream_job
 from platform_pipelines.defs.resources import (
     KafkaResource,
@@ -12,14 +18,13 @@ from platform_pipelines.defs.resources import (
     SparkStreamingResource,
 )
 from platform_pipelines.settings import get_settings
-from platform_pipelines.streams.builtin import builtin_streams
 
 ALL_STREAMS_JOB = "all_streams"
 
 
 def build_definitions() -> dg.Definitions:
     """Everything Dagster shows: one asset per topic and table, one job per stream, resources."""
-    registry = builtin_streams(get_settings().clickstream_topic)
+    registry = load_registry()
     lakehouse = LakehouseResource().lakehouse()
     stream_jobs = [
         make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
@@ -32,8 +37,9 @@ def build_definitions() -> dg.Definitions:
         "mode, all at once in continuous mode.",
     )
     return dg.Definitions(
-        assets=all_specs(registry, lakehouse),
-        jobs=[*stream_jobs, all_job],
+        assets=[*all_specs(registry, lakehouse), daily_engagement_asset],
+        jobs=[*stream_jobs, all_job, daily_engagement_job],
+        schedules=[daily_engagement_schedule],
         resources={
             "spark": SparkStreamingResource(master=get_settings().spark_master),
             "kafka": KafkaResource(),

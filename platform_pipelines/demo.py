@@ -1,32 +1,32 @@
-"""The main job end to end: local broker -> synthetic clickstream -> all streams through Dagster.
+"""The main job end to end: local broker -> synthetic topics -> every stream through Dagster.
 
-Runs the ``all_streams`` job in catch-up mode on the project's Dagster instance (``dagster_home``),
-so the run, its logs and the asset materializations are there when the UI is opened afterwards.
+Runs the ``all_streams`` job in catch-up mode and the ``daily_engagement`` asset on the project's
+Dagster instance (``dagster_home``), so the runs, their logs and the asset materializations are
+there when the UI is opened afterwards.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from platform_pipelines.settings import REPO_ROOT
 
 
 @dataclass(frozen=True)
-class TableSummary:
-    name: str
-    rows: int
-    path: Path
+class DemoSummary:
+    """What the demo left in the lakehouse."""
 
-
-@dataclass(frozen=True)
-class DemoResult:
-    run_id: str
-    status: str
-    tables: list[TableSummary]
+    tables: list[tuple[str, int, Path]]
     quarantine_reasons: list[tuple[str, int]]
-    open_sessions_note: str
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    status_changes: list[dict[str, Any]] = field(default_factory=list)
+    engagement: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows(self, table: str) -> int:
+        return next((n for name, n, _ in self.tables if name == table), 0)
 
 
 def use_project_instance() -> Path:
@@ -36,6 +36,12 @@ def use_project_instance() -> Path:
     return home
 
 
+def _all_streams_job():  # type: ignore[no-untyped-def]
+    from platform_pipelines.definitions import ALL_STREAMS_JOB, defs
+
+    return defs.resolve_job_def(ALL_STREAMS_JOB)
+
+
 def run_all_streams_catch_up(max_offsets_per_trigger: int = 50_000) -> tuple[str, str]:
     """Execute the all_streams job in catch-up mode; returns (run id, run status)."""
     import dagster as dg
@@ -43,49 +49,70 @@ def run_all_streams_catch_up(max_offsets_per_trigger: int = 50_000) -> tuple[str
     from platform_pipelines.definitions import ALL_STREAMS_JOB
 
     use_project_instance()
-    job = dg.reconstructable(_all_streams_job)
-    config = {
-        "ops": {
-            f"run_{ALL_STREAMS_JOB}": {
-                "config": {
-                    "mode": "catch_up",
-                    "max_offsets_per_trigger": max_offsets_per_trigger,
-                    "progress_log_interval_seconds": 5,
-                }
-            }
-        }
-    }
+    op_config = {"mode": "catch_up", "max_offsets_per_trigger": max_offsets_per_trigger,
+                 "progress_log_interval_seconds": 5}  # fmt: skip
+    config = {"ops": {f"run_{ALL_STREAMS_JOB}": {"config": op_config}}}
     with dg.DagsterInstance.get() as instance:
-        result = dg.execute_job(job, instance=instance, run_config=config, raise_on_error=False)
-        return result.run_id, instance.get_run_by_id(result.run_id).status.value  # type: ignore[union-attr]
+        result = dg.execute_job(
+            dg.reconstructable(_all_streams_job), instance=instance, run_config=config,
+            raise_on_error=False,
+        )  # fmt: skip
+        run = instance.get_run_by_id(result.run_id)
+        return result.run_id, run.status.value if run else "UNKNOWN"
 
 
-def _all_streams_job():  # type: ignore[no-untyped-def]
-    from platform_pipelines.definitions import ALL_STREAMS_JOB, defs
+def materialize_engagement(days: list[str]) -> bool:
+    """Materialize the daily_engagement partitions of ``days`` on the project's instance."""
+    import dagster as dg
 
-    return defs.get_job_def(ALL_STREAMS_JOB)
+    from platform_pipelines.definitions import defs
+    from platform_pipelines.defs.engagement import daily_engagement_asset
+
+    use_project_instance()
+    resources = defs.resources or {}
+    with dg.DagsterInstance.get() as instance:
+        return all(
+            dg.materialize([daily_engagement_asset], partition_key=day, instance=instance,
+                           resources={k: resources[k] for k in ("spark", "lakehouse")}).success
+            for day in days
+        )  # fmt: skip
 
 
-def summarize_tables(table_names: list[str]) -> tuple[list[TableSummary], list[tuple[str, int]]]:
-    """Row counts of the lakehouse tables and the commonest quarantine reasons (one JVM start)."""
+def summarize(table_names: list[str]) -> DemoSummary:
+    """Row counts of the tables, quarantine reasons, alerts, status changes (one JVM start)."""
     from pyspark.sql import functions as F
 
     from platform_pipelines.defs.resources import LakehouseResource
     from platform_pipelines.spark.session import SparkOptions, build_spark_session
 
-    lakehouse = LakehouseResource().lakehouse()
+    lake = LakehouseResource().lakehouse()
     spark = build_spark_session(SparkOptions(ui_enabled=False))
+
+    def read(name: str):  # type: ignore[no-untyped-def]
+        path = lake.table(name)
+        return (
+            spark.read.format("delta").load(str(path)) if (path / "_delta_log").exists() else None
+        )
+
     try:
-        tables = []
-        for name in table_names:
-            path = lakehouse.table(name)
-            rows = spark.read.format("delta").load(str(path)).count() if path.exists() else 0
-            tables.append(TableSummary(name, rows, path))
-        reasons: list[tuple[str, int]] = []
-        if lakehouse.table("quarantine").exists():
-            q = spark.read.format("delta").load(str(lakehouse.table("quarantine")))
-            grouped = q.groupBy("reason").agg(F.count("*").alias("n")).orderBy(F.desc("n"))
-            reasons = [(r["reason"], r["n"]) for r in grouped.limit(5).collect()]
-        return tables, reasons
+        tables = [
+            (n, df.count() if (df := read(n)) is not None else 0, lake.table(n))
+            for n in table_names
+        ]
+        quarantine, alerts = read("quarantine"), read("security_alerts")
+        status, engagement = read("service_status"), read("daily_engagement")
+        reasons = (
+            [(r["reason"], r["n"]) for r in quarantine.groupBy("reason").agg(F.count("*").alias("n"))
+             .orderBy(F.desc("n")).limit(5).collect()] if quarantine is not None else []
+        )  # fmt: skip
+        return DemoSummary(
+            tables,
+            reasons,
+            [r.asDict() for r in alerts.orderBy("last_failure_time").limit(5).collect()]
+            if alerts
+            else [],
+            [r.asDict() for r in status.orderBy("changed_at").collect()] if status else [],
+            [r.asDict() for r in engagement.orderBy("day").collect()] if engagement else [],
+        )
     finally:
         spark.stop()

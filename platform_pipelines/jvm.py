@@ -67,7 +67,9 @@ def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
     pom = JVM_DIR / name / "pom.xml"
     target = get_settings().jars_dir / name
     # The stamp covers the POM and how it is resolved, so a change to either resolves again.
-    digest = hashlib.sha256(pom.read_bytes() + " ".join(_maven_args(name)).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(pom.read_bytes() + " ".join(_maven_args(name)).encode()).hexdigest()[
+        :16
+    ]
     stamp = target / ".resolved"
     if not (stamp.exists() and stamp.read_text() == digest):
         _resolve(pom, target, _maven_args(name), quiet=quiet)
@@ -95,8 +97,16 @@ def _resolve(pom: Path, target: Path, args: list[str], *, quiet: bool) -> None:
         )
     if target.exists():
         shutil.rmtree(target)
-    cmd = ["mvn", "-B", "-gs", str(JVM_DIR / "maven-settings.xml"), "-f", str(pom),
-           *args, f"-DoutputDirectory={target}"]  # fmt: skip
+    cmd = [
+        "mvn",
+        "-B",
+        "-gs",
+        str(JVM_DIR / "maven-settings.xml"),
+        "-f",
+        str(pom),
+        *args,
+        f"-DoutputDirectory={target}",
+    ]
     if quiet:
         cmd.insert(1, "-q")
     result = subprocess.run(cmd, capture_output=quiet, text=True, check=False)

@@ -25,6 +25,9 @@ class PlatformSettings(BaseSettings):
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
     clickstream_topic: str = "clickstream"
+    heartbeats_topic: str = "service_heartbeats"
+    # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.
+    stream_modules: str = "user_streams.running_count"
 
     @cached_property
     def lakehouse_dir(self) -> Path:

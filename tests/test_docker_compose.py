@@ -13,18 +13,26 @@ COMPOSE = REPO_ROOT / "docker-compose.yml"
 
 
 def compose_command() -> list[str]:
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"],
-                                                 capture_output=True).returncode == 0:  # fmt: skip
+    if (
+        shutil.which("docker")
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise AssertionError("Neither `docker compose` nor `docker-compose` is installed: "
-                         "install one (Debian: apt-get install docker-compose).")  # fmt: skip
+    raise AssertionError(
+        "Neither `docker compose` nor `docker-compose` is installed: "
+        "install one (Debian: apt-get install docker-compose)."
+    )
 
 
 def test_compose_file_passes_docker_compose_config():
-    result = subprocess.run([*compose_command(), "-f", str(COMPOSE), "config", "-q"],
-                            capture_output=True, text=True, cwd=REPO_ROOT)  # fmt: skip
+    result = subprocess.run(
+        [*compose_command(), "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 0, result.stderr
 
 

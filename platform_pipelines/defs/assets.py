@@ -8,6 +8,7 @@ from pyspark.sql.types import StructType
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.streams.registry import StreamDefinition, StreamRegistry
 
+
 def column_schema(schema: StructType) -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
@@ -31,30 +32,35 @@ def topic_spec(topic: str, description: str) -> dg.AssetSpec:
     )
 
 
-def stream_specs(stream: StreamDefinition, lakehouse: Lakehouse) -> list[dg.AssetSpec]:
-    """One spec per table the stream writes, each depending on the stream's upstream asset."""
-    return [
-        dg.AssetSpec(
-            key=table,
-            deps=[stream.upstream],
-            description=stream.output_descriptions.get(table, stream.description),
-            kinds={"spark", "delta"},
-            group_name=stream.layer,
-            metadata={
-                "table_path": dg.MetadataValue.path(str(lakehouse.table(table))),
-                "checkpoint": dg.MetadataValue.path(str(lakehouse.checkpoint(stream.name))),
-                "stream": stream.name,
-                "dagster/column_schema": column_schema(schema),
-            },
-            tags={"platform/stream": stream.name},
-        )
-        for table, schema in stream.outputs.items()
-    ]
+def table_spec(table: str, schema: StructType, writers: list[StreamDefinition],
+               lakehouse: Lakehouse) -> dg.AssetSpec:  # fmt: skip
+    """The asset of one Delta table; a table several streams write (quarantine) lists them all."""
+    main = writers[0]
+    return dg.AssetSpec(
+        key=table,
+        deps=sorted({w.upstream for w in writers}),
+        description=main.output_descriptions.get(table, main.description),
+        kinds={"spark", "delta"},
+        group_name=main.layer,
+        metadata={
+            "table_path": dg.MetadataValue.path(str(lakehouse.table(table))),
+            "checkpoint": dg.MetadataValue.path(str(lakehouse.checkpoint(main.name))),
+            "stream": ", ".join(w.name for w in writers),
+            "dagster/column_schema": column_schema(schema),
+        },
+        tags={"platform/stream": main.name} if len(writers) == 1 else {},
+    )
 
 
 def all_specs(registry: StreamRegistry, lakehouse: Lakehouse) -> list[dg.AssetSpec]:
+    """Topics first, then one spec per table in the order the streams are declared."""
     topics = {s.upstream: s.upstream_description for s in registry if s.upstream_is_topic}
     specs = [topic_spec(topic, text) for topic, text in sorted(topics.items())]
+    writers: dict[str, list[StreamDefinition]] = {}
+    schemas: dict[str, StructType] = {}
     for stream in registry:
-        specs.extend(stream_specs(stream, lakehouse))
+        for table, schema in stream.outputs.items():
+            writers.setdefault(table, []).append(stream)
+            schemas.setdefault(table, schema)
+    specs += [table_spec(t, schemas[t], w, lakehouse) for t, w in writers.items()]
     return specs

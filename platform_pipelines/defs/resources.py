@@ -63,7 +63,8 @@ class SparkStreamingResource(dg.ConfigurableResource):
         if self._session is None or not self._owns_session:
             return
         for query in self._session.streams.active:
-            context.log.info(f"Stopping streaming query {query.name!r}")
+            if context.log:
+                context.log.info(f"Stopping streaming query {query.name!r}")
             query.stop()
         self._session.stop()
         self._session = None

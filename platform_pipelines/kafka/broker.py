@@ -227,9 +227,16 @@ class LocalKafkaBroker:
         log4j = self.data_dir / "log4j2.properties"
         # C1 only and the serial GC start the JVM ~40% sooner; a local broker never needs peak JIT.
         return [
-            "java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-            _classpath(jars), f"-Dlog4j2.configurationFile={log4j}", main, *args,
-        ]  # fmt: skip
+            "java",
+            "-Xmx512m",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-cp",
+            _classpath(jars),
+            f"-Dlog4j2.configurationFile={log4j}",
+            main,
+            *args,
+        ]
 
     def _format_once(self, props: Path, timeout_s: float) -> None:
         if (self.data_dir / "logs" / "meta.properties").exists():

@@ -61,3 +61,29 @@ def append_exactly_once(df: DataFrame, path: Path, app_id: str, batch_id: int) -
         .option("txnVersion", batch_id)
         .save(str(path))
     )
+
+
+def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_id: int) -> None:
+    """MERGE one micro-batch into a Delta table by ``key`` (the latest row per key wins).
+
+    For MERGE, Delta reads the idempotency pair from the session settings of the same names; they
+    are set for this one statement and cleared afterwards.
+    """
+    from delta.tables import DeltaTable
+
+    spark = df.sparkSession
+    latest = df.dropDuplicates([key])  # an update-mode batch has one row per key; be safe
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
+    try:
+        (
+            DeltaTable.forPath(spark, str(path))
+            .alias("t")
+            .merge(latest.alias("s"), f"t.`{key}` = s.`{key}`")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")

@@ -7,12 +7,12 @@ before it propagates, so the checkpoint stays consistent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pyspark.errors import StreamingQueryException
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from platform_pipelines.runtime.progress import Progress
 from platform_pipelines.streams.registry import StreamContext, StreamDefinition
@@ -47,6 +47,7 @@ def start_stream(
     """Create the stream's tables if needed and start its query on its own checkpoint."""
     for table, schema in stream.outputs.items():
         ctx.lakehouse.ensure_table(ctx.spark, table, schema)
+    ctx = replace(ctx, max_offsets_per_trigger=options.max_offsets_per_trigger)
     writer = (
         stream.build(ctx)
         .queryName(stream.name)
@@ -69,15 +70,19 @@ def summarize_failure(name: str, error: BaseException) -> str:
 class Supervisor:
     """Watches running queries, reports each new progress once and raises when one fails."""
 
-    def __init__(self, on_progress: ProgressCallback, poll_seconds: float = 1.0) -> None:
+    def __init__(self, on_progress: ProgressCallback, poll_seconds: int = 1) -> None:
         self._on_progress = on_progress
         self._poll = poll_seconds
         self._queries: dict[str, StreamingQuery] = {}
         self._last_batch: dict[str, int] = {}
+        self._catch_up: set[str] = set()
 
-    def add(self, name: str, query: StreamingQuery) -> None:
+    def add(self, name: str, query: StreamingQuery, catch_up: bool = False) -> None:
+        """Watch ``query``; a ``catch_up`` query is stopped once it has caught up."""
         self._queries[name] = query
         self._last_batch.setdefault(name, -1)
+        if catch_up:
+            self._catch_up.add(name)
 
     def wait(self, names: Sequence[str] | None = None) -> None:
         """Block until the named queries (default: all) terminate; raise if one fails.
@@ -105,12 +110,26 @@ class Supervisor:
             if error is not None:
                 self.stop_all()
                 raise StreamFailedError(summarize_failure(name, error)) from error
+            if name in self._catch_up and _caught_up(query):
+                query.stop()
 
     def stop_all(self) -> None:
         """Stop every query gracefully (a running batch is abandoned; the checkpoint stays valid)."""
         for query in self._queries.values():
             if query.isActive:
                 query.stop()
+
+
+def _caught_up(query: StreamingQuery) -> bool:
+    """An availableNow query whose last batch found nothing left to read.
+
+    A query with processing-time timers always asks Spark for another (no-data) batch, so
+    availableNow alone would never end it; every other query ends by itself at this point anyway.
+    """
+    if not query.isActive:
+        return False
+    last = query.lastProgress
+    return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
 
 
 def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
@@ -123,21 +142,20 @@ def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
 def run_streams(
     ctx: StreamContext,
     streams: Sequence[StreamDefinition],
-    options: RunOptions,
+    options: RunOptions | Mapping[str, RunOptions],
     on_progress: ProgressCallback,
     on_start: Callable[[str], None] = lambda name: None,
 ) -> Supervisor:
     """Run streams to the end. Catch-up runs them one after another, upstream first, so each
-    reads its upstream's complete output; continuous starts them all and waits until stopped."""
+    reads its upstream's complete output; continuous starts them all and waits until stopped.
+    ``options`` applies to every stream, or maps each stream's name to its own."""
+    per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
     supervisor = Supervisor(on_progress)
-    if options.mode == "catch_up":
-        for stream in streams:
-            on_start(stream.name)
-            supervisor.add(stream.name, start_stream(ctx, stream, options))
-            supervisor.wait([stream.name])
-        return supervisor
     for stream in streams:
         on_start(stream.name)
-        supervisor.add(stream.name, start_stream(ctx, stream, options))
+        catch_up = per_stream[stream.name].mode == "catch_up"
+        supervisor.add(stream.name, start_stream(ctx, stream, per_stream[stream.name]), catch_up)
+        if catch_up:
+            supervisor.wait([stream.name])
     supervisor.wait()
     return supervisor

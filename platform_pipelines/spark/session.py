@@ -15,9 +15,7 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.jvm import ensure_jars, require_java
 
-ROCKSDB_PROVIDER = (
-    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-)
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 @dataclass(frozen=True)

@@ -1,114 +1,148 @@
-"""The built-in medallion streams: clickstream -> bronze -> silver (dedup) -> gold (sessions)."""
+"""The built-in streams, declared exactly as a user declares one (see ``declare.py``).
+
+clickstream (Kafka) -> clickstream_raw (bronze) -> events (silver, dedup)
+    -> user_sessions (gold, sessions) and security_alerts (gold, failed-login alerts)
+service_heartbeats (Kafka) -> service_heartbeats_raw (bronze) -> service_status (gold, stale/ok)
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
-from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql import DataFrame
 
-from platform_pipelines.events import CLICKSTREAM_TOPIC
-from platform_pipelines.lakehouse.delta import checkpoint_query_id
-from platform_pipelines.streams import schemas
-from platform_pipelines.streams.bronze import bronze_batch_writer
-from platform_pipelines.streams.registry import StreamContext, StreamDefinition, StreamRegistry
+from platform_pipelines.events import (
+    CLICKSTREAM_FIELDS,
+    CLICKSTREAM_REQUIRED,
+    CLICKSTREAM_TOPIC,
+    EVENT_TYPES,
+    HEARTBEAT_FIELDS,
+    HEARTBEAT_REQUIRED,
+    HEARTBEATS_TOPIC,
+)
+from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig, FailedLoginAlerts
+from platform_pipelines.state.status import STATUS_FIELDS, ServiceStatus, StatusConfig
+from platform_pipelines.streams.compile import declare_stream
+from platform_pipelines.streams.declare import (
+    InitialState,
+    KafkaSource,
+    StatefulStream,
+    TableSource,
+)
+from platform_pipelines.streams.registry import StreamRegistry
+from platform_pipelines.streams.schemas import EVENTS, fields_of
 from platform_pipelines.streams.sessions import SESSION_SCHEMA, sessionize
 
-DEDUP_WATERMARK = timedelta(minutes=10)
-SESSION_WATERMARK = timedelta(minutes=10)
-SESSION_GAP = timedelta(minutes=30)
+_MS = timedelta(milliseconds=1)
 
 
-def bronze_builder(topic: str):  # type: ignore[no-untyped-def]
-    """The bronze query for ``topic``: good rows to clickstream_raw, bad ones to quarantine."""
+@dataclass(frozen=True)
+class BuiltinSettings:
+    """Knobs of the built-in streams (defaults as documented in the README)."""
 
-    def build(ctx: StreamContext) -> DataStreamWriter:
-        query_id = checkpoint_query_id(ctx.lakehouse.checkpoint("clickstream_raw"))
-        write = bronze_batch_writer(
-            topic,
-            ctx.lakehouse.table("clickstream_raw"),
-            ctx.lakehouse.table("quarantine"),
-            app_id=f"clickstream_raw/{query_id}",
-        )
-        return ctx.read_topic(topic).writeStream.foreachBatch(write)
-
-    return build
+    clickstream_topic: str = CLICKSTREAM_TOPIC
+    heartbeats_topic: str = HEARTBEATS_TOPIC
+    dedup_watermark: timedelta = timedelta(minutes=10)
+    session_watermark: timedelta = timedelta(minutes=10)
+    session_gap: timedelta = timedelta(minutes=30)
+    alert_threshold: int = 5
+    alert_window: timedelta = timedelta(minutes=10)
+    stale_after: timedelta = timedelta(minutes=5)
 
 
-def build_events(ctx: StreamContext) -> DataStreamWriter:
-    """Drop repeated event_ids; the watermark bounds how long an id is remembered."""
-    deduped = (
-        ctx.read_table("clickstream_raw")
-        .select(*schemas.EVENTS.fieldNames())
-        .withWatermark("event_time", f"{int(DEDUP_WATERMARK.total_seconds())} seconds")
-        .dropDuplicatesWithinWatermark(["event_id"])
+def clickstream_source(topic: str) -> KafkaSource:
+    return KafkaSource(
+        topic=topic,
+        schema=CLICKSTREAM_FIELDS,
+        required=CLICKSTREAM_REQUIRED,
+        allowed_values={"event_type": EVENT_TYPES},
+        raw_table="clickstream_raw",
+        description=(
+            "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, page, "
+            "amount, event_time), keyed by user_id. Written by the synthetic producer "
+            "(`platform produce`) or your applications."
+        ),
     )
-    return ctx.delta_sink(deduped, "events")
 
 
-def build_user_sessions(ctx: StreamContext) -> DataStreamWriter:
-    """Sessionize per user with an event-time timeout; closed sessions are appended."""
-    events = ctx.read_table("events").withWatermark(
-        "event_time", f"{int(SESSION_WATERMARK.total_seconds())} seconds"
+def heartbeats_source(topic: str) -> KafkaSource:
+    return KafkaSource(
+        topic=topic,
+        schema=HEARTBEAT_FIELDS,
+        required=HEARTBEAT_REQUIRED,
+        raw_table="service_heartbeats_raw",
+        description="Kafka topic of service heartbeats as JSON (service, status, event_time).",
     )
-    return ctx.delta_sink(sessionize(events, gap=SESSION_GAP), "user_sessions")
 
 
-def builtin_streams(clickstream_topic: str = CLICKSTREAM_TOPIC) -> StreamRegistry:
+def deduplicate(events: DataFrame) -> DataFrame:
+    """One row per event_id; the watermark bounds how long an id is remembered."""
+    return events.select(*EVENTS.fieldNames()).dropDuplicatesWithinWatermark(["event_id"])
+
+
+def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStream]:
+    """The platform's own stateful streams."""
+    cfg = cfg or BuiltinSettings()
+    gap = cfg.session_gap
+    return [
+        StatefulStream(
+            name="events",
+            description="Silver: clickstream events with duplicates removed by event_id within a "
+            f"{cfg.dedup_watermark} event-time watermark (bounded state).",
+            source=clickstream_source(cfg.clickstream_topic),
+            key="event_id",
+            transform=deduplicate,
+            output_schema=fields_of(EVENTS),
+            watermark=cfg.dedup_watermark,
+            layer="silver",
+        ),
+        StatefulStream(
+            name="user_sessions",
+            description=f"Gold: one row per closed user session. A session closes after {gap} "
+            "of event-time inactivity or at a logout; it records start, end, duration, event "
+            "count, the last 10 pages, checkout/purchase flags and revenue.",
+            source=TableSource("events"),
+            key="user_id",
+            transform=lambda events: sessionize(events, gap=gap),
+            output_schema=fields_of(SESSION_SCHEMA),
+            watermark=cfg.session_watermark,
+            timeout="event_time",
+        ),
+        StatefulStream(
+            name="security_alerts",
+            description=f"Gold: one alert when a user fails to log in {cfg.alert_threshold} times "
+            f"within {cfg.alert_window} of event time (a success resets the count). Idle users' "
+            "state is removed by an event-time timeout.",
+            source=TableSource("events"),
+            key="user_id",
+            logic=FailedLoginAlerts(
+                AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // _MS)
+            ),
+            output_schema=ALERT_FIELDS,
+            watermark=cfg.session_watermark,
+            timeout="event_time",
+        ),
+        StatefulStream(
+            name="service_status",
+            description=f"Gold: a service's status changes: `stale` once when it sends no "
+            f"heartbeat for {cfg.stale_after} (processing time, fires without new data), `ok` on "
+            "its first heartbeat after that. A new checkpoint starts from the table's last status.",
+            source=heartbeats_source(cfg.heartbeats_topic),
+            key="service",
+            logic=ServiceStatus(StatusConfig(stale_after_ms=cfg.stale_after // _MS)),
+            output_schema=STATUS_FIELDS,
+            timeout="processing_time",
+            initial_state=InitialState(
+                "service_status", latest_by=("last_heartbeat_time", "changed_at")
+            ),
+        ),
+    ]
+
+
+def builtin_streams(cfg: BuiltinSettings | None = None) -> StreamRegistry:
     """The registry of the platform's own streams, in dependency order."""
-    return StreamRegistry(
-        [
-            StreamDefinition(
-                name="clickstream_raw",
-                description=(
-                    "Bronze: every clickstream record from Kafka parsed against the event schema, "
-                    "with its Kafka partition, offset and timestamp. Records that do not parse or "
-                    "lack a required field go to `quarantine` with the reason."
-                ),
-                upstream=clickstream_topic,
-                upstream_is_topic=True,
-                upstream_description=(
-                    "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, "
-                    "page, amount, event_time), keyed by user_id. Written by the synthetic "
-                    "producer (`platform produce`) or your applications."
-                ),
-                outputs={
-                    "clickstream_raw": schemas.CLICKSTREAM_RAW,
-                    "quarantine": schemas.QUARANTINE,
-                },
-                output_descriptions={
-                    "quarantine": (
-                        "Records from Kafka that could not be parsed (invalid JSON, a missing "
-                        "required field, a value of the wrong type, an unknown event type): the "
-                        "raw value, the reason and the Kafka position, so nothing is lost."
-                    )
-                },
-                build=bronze_builder(clickstream_topic),
-                layer="bronze",
-            ),
-            StreamDefinition(
-                name="events",
-                description=(
-                    "Silver: clickstream events with duplicates removed by event_id within a "
-                    f"{DEDUP_WATERMARK} event-time watermark (bounded state)."
-                ),
-                upstream="clickstream_raw",
-                outputs={"events": schemas.EVENTS},
-                build=build_events,
-                layer="silver",
-                watermark=DEDUP_WATERMARK,
-            ),
-            StreamDefinition(
-                name="user_sessions",
-                description=(
-                    f"Gold: one row per closed user session. A session closes after {SESSION_GAP} "
-                    "of event-time inactivity or at a logout; it records start, end, duration, "
-                    "event count, the last 10 pages, checkout/purchase flags and revenue."
-                ),
-                upstream="events",
-                outputs={"user_sessions": SESSION_SCHEMA},
-                build=build_user_sessions,
-                layer="gold",
-                watermark=SESSION_WATERMARK,
-            ),
-        ]
-    )
+    registry = StreamRegistry()
+    for stream in builtin_declarations(cfg):
+        declare_stream(registry, stream)
+    return registry

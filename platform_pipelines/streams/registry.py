@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
 from platform_pipelines.lakehouse.delta import Lakehouse
@@ -69,6 +69,7 @@ class StreamDefinition:
         layer: bronze, silver or gold (the Dagster asset group).
         upstream_is_topic: whether ``upstream`` is a Kafka topic (else a lakehouse table).
         watermark: the event-time watermark delay of its stateful operator, for the docs and UI.
+        trigger: the default interval between micro-batches in continuous runs.
         upstream_description: for a topic upstream, its description in the UI.
         output_descriptions: descriptions of the extra outputs (default: ``description``).
     """
@@ -81,6 +82,7 @@ class StreamDefinition:
     layer: str
     upstream_is_topic: bool = False
     watermark: timedelta | None = None
+    trigger: timedelta = timedelta(seconds=10)
     upstream_description: str = ""
     output_descriptions: dict[str, str] = field(default_factory=dict)
 
@@ -108,6 +110,10 @@ class StreamRegistry:
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.in_dependency_order())
+
+    def tables(self) -> dict[str, StructType]:
+        """Every table the declared streams write, with its schema."""
+        return {t: schema for s in self._streams.values() for t, schema in s.outputs.items()}
 
     def names(self) -> list[str]:
         return [s.name for s in self.in_dependency_order()]

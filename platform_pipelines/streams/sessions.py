@@ -237,14 +237,23 @@ def _frame_events(frame: pd.DataFrame) -> Iterable[SessionEvent]:
         times = times.dt.tz_convert("UTC").dt.tz_localize(None)
     millis = times.astype("datetime64[ms]").astype("int64")
     columns = zip(
-        frame["user_id"], frame["event_id"], frame["event_type"], millis,
-        frame["page"], frame["amount"], strict=True,
-    )  # fmt: skip
+        frame["user_id"],
+        frame["event_id"],
+        frame["event_type"],
+        millis,
+        frame["page"],
+        frame["amount"],
+        strict=True,
+    )
     for user_id, event_id, kind, at, page, amount in columns:
         yield SessionEvent(
-            user_id, event_id, kind, int(at),
-            None if pd.isna(page) else page, None if pd.isna(amount) else float(amount),
-        )  # fmt: skip
+            user_id,
+            event_id,
+            kind,
+            int(at),
+            None if pd.isna(page) else page,
+            None if pd.isna(amount) else float(amount),
+        )
 
 
 def _as_row(closed: ClosedSession) -> Row:

@@ -9,8 +9,9 @@ import sys
 import dagster as dg
 import pytest
 
+from platform_pipelines.catalog import load_registry
 from platform_pipelines.definitions import ALL_STREAMS_JOB, defs
-from platform_pipelines.defs.jobs import StreamRunConfig
+from platform_pipelines.defs.config import StreamRunConfig
 from platform_pipelines.settings import REPO_ROOT
 
 
@@ -18,24 +19,45 @@ from platform_pipelines.settings import REPO_ROOT
 def test_dagster_definitions_validate(tmp_path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
     result = subprocess.run(
-        [sys.executable, "-m", "dagster", "definitions", "validate",
-         "-m", "platform_pipelines.definitions"],
-        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "definitions",
+            "validate",
+            "-m",
+            "platform_pipelines.definitions",
+        ],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "All code locations passed validation" in result.stdout + result.stderr
 
 
-def test_asset_graph_runs_from_the_topic_through_bronze_and_silver_to_gold():
+def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
     graph = defs.resolve_asset_graph()
-    parents = {key.to_user_string(): sorted(p.to_user_string() for p in graph.get(key).parent_keys)
-               for key in graph.get_all_asset_keys()}  # fmt: skip
+    parents = {
+        key.to_user_string(): sorted(p.to_user_string() for p in graph.get(key).parent_keys)
+        for key in graph.get_all_asset_keys()
+    }
     assert parents == {
         "clickstream": [],
+        "service_heartbeats": [],
+        "key_events": [],
         "clickstream_raw": ["clickstream"],
-        "quarantine": ["clickstream"],
+        "quarantine": ["clickstream", "key_events", "service_heartbeats"],
         "events": ["clickstream_raw"],
         "user_sessions": ["events"],
+        "security_alerts": ["events"],
+        "daily_engagement": ["user_sessions"],
+        "service_heartbeats_raw": ["service_heartbeats"],
+        "service_status": ["service_heartbeats_raw"],
+        "key_events_raw": ["key_events"],
+        "key_counts": ["key_events_raw"],
     }
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
     assert kinds["clickstream"] == {"kafka"}
@@ -45,8 +67,17 @@ def test_asset_graph_runs_from_the_topic_through_bronze_and_silver_to_gold():
 
 def test_every_stream_has_its_own_job_and_all_streams_share_one():
     names = sorted(job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__"))
-    assert names == sorted([ALL_STREAMS_JOB, "stream_clickstream_raw", "stream_events",
-                            "stream_user_sessions"])  # fmt: skip
+    streams = [
+        "clickstream_raw",
+        "events",
+        "user_sessions",
+        "security_alerts",
+        "service_heartbeats_raw",
+        "service_status",
+        "key_events_raw",
+        "key_counts",
+    ]
+    assert set(names) >= {ALL_STREAMS_JOB, *(f"stream_{s}" for s in streams)}
     assert all(defs.resolve_job_def(n).description for n in names)
     assert "dagster/max_runtime" not in defs.resolve_job_def(ALL_STREAMS_JOB).tags
 
@@ -55,7 +86,7 @@ def test_every_stream_has_its_own_job_and_all_streams_share_one():
     ("field", "value", "message"),
     [
         ("trigger_interval_seconds", 0, "trigger_interval_seconds is 0; set it to a whole number"),
-        ("max_offsets_per_trigger", -5, "max_offsets_per_trigger is -5; set it to a positive"),
+        ("max_offsets_per_trigger", -5, "max_offsets_per_trigger is -5; set it to a whole number"),
     ],
 )
 def test_launch_config_refuses_bad_values_naming_the_field_and_the_fix(field, value, message):
@@ -63,11 +94,38 @@ def test_launch_config_refuses_bad_values_naming_the_field_and_the_fix(field, va
         StreamRunConfig(**{field: value})
 
 
-def test_launch_config_defaults_are_a_continuous_stream():
-    options = StreamRunConfig().run_options()
+def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger():
+    events = load_registry().get("events")
+    options = StreamRunConfig().run_options(events)
     assert (options.mode, options.processing_time, options.max_offsets_per_trigger) == (
-        "continuous", "10 seconds", 50_000,
-    )  # fmt: skip
+        "continuous",
+        "10 seconds",
+        50_000,
+    )
+
+
+def test_per_stream_settings_override_the_job_and_can_disable_a_stream():
+    registry = load_registry()
+    config = StreamRunConfig(
+        trigger_interval_seconds=20,
+        streams={
+            "events": {"trigger_interval_seconds": 3, "max_offsets_per_trigger": 7},
+            "key_counts": {"enabled": False},
+        },
+    )
+    assert config.run_options(registry.get("events")).processing_time == "3 seconds"
+    assert config.run_options(registry.get("events")).max_offsets_per_trigger == 7
+    assert config.run_options(registry.get("user_sessions")).processing_time == "20 seconds"
+    assert "key_counts" not in [s.name for s in config.selected(list(registry))]
+
+
+def test_per_stream_settings_for_an_unknown_stream_are_refused_with_the_known_names():
+    config = StreamRunConfig(streams={"evnets": {"enabled": False}})
+    with pytest.raises(
+        ValueError,
+        match="streams: 'evnets' is not a stream of this job; use one of: clickstream_raw, events",
+    ):
+        config.selected(list(load_registry()))
 
 
 def test_a_bad_launch_config_fails_the_run_before_any_query_starts():

@@ -10,12 +10,16 @@ import pytest
 from dagster import DagsterRunStatus
 
 from platform_pipelines.defs.jobs import make_stream_job
-from platform_pipelines.defs.resources import KafkaResource, LakehouseResource, SparkStreamingResource
+from platform_pipelines.defs.resources import (
+    KafkaResource,
+    LakehouseResource,
+    SparkStreamingResource,
+)
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.streams.builtin import builtin_streams
-from tests.integration.events import U1_SHOPPING, U2_BROWSING, ev
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+from tests.integration.events import U1_SHOPPING, ev
 
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.kafka]
 
@@ -37,7 +41,7 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
 ):
     topic = topic_factory("dagster_job")
     produce_events(kafka_broker, topic, [*U1_SHOPPING, U1_SHOPPING[0]])
-    stream = builtin_streams(topic).get("clickstream_raw")
+    stream = builtin_streams(BuiltinSettings(clickstream_topic=topic)).get("clickstream_raw")
     job = make_stream_job("stream_clickstream_raw", [stream], "test")
     lake = Lakehouse(tmp_path / "lake")
 
@@ -52,8 +56,14 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
 
     assert result.success
     assert sorted(r["event_id"] for r in delta_rows(spark, lake.table("clickstream_raw"))) == [
-        "e1", "e1", "e2", "e3", "e4", "e5", "e6",
-    ]  # fmt: skip
+        "e1",
+        "e1",
+        "e2",
+        "e3",
+        "e4",
+        "e5",
+        "e6",
+    ]
     materializations = result.asset_materializations_for_node("run_stream_clickstream_raw")
     assert [m.asset_key.to_user_string() for m in materializations] == ["clickstream_raw"]
     assert materializations[0].metadata["rows_in"].value == 7
@@ -81,24 +91,36 @@ def test_cancelled_continuous_stream_ends_canceled_and_a_rerun_resumes_without_l
     create_topics(kafka_broker, {topic: 1})
     produce_events(kafka_broker, topic, first)
     table = dagster_ui.local_dir / "lakehouse" / "tables" / "clickstream_raw"
-    continuous = {"mode": "continuous", "trigger_interval_seconds": 2, "max_offsets_per_trigger": 5,
-                  "progress_log_interval_seconds": 5}  # fmt: skip
+    continuous = {
+        "mode": "continuous",
+        "trigger_interval_seconds": 2,
+        "max_offsets_per_trigger": 5,
+        "progress_log_interval_seconds": 5,
+    }
 
     run_id = dagster_ui.client.submit_job_execution(
         "stream_clickstream_raw",
         run_config={"ops": {"run_stream_clickstream_raw": {"config": continuous}}},
     )
-    wait_for(lambda: rows_so_far(spark, table) >= 5,
-             300, "the running stream to write its first rows")  # fmt: skip
+    wait_for(
+        lambda: rows_so_far(spark, table) >= 5, 300, "the running stream to write its first rows"
+    )
     dagster_ui.client.terminate_run(run_id)
 
-    status = wait_for(lambda: run_status(dagster_ui, run_id) in (DagsterRunStatus.CANCELED,
-                      DagsterRunStatus.FAILURE) and run_status(dagster_ui, run_id), 180,
-                      "the run to end after cancellation")  # fmt: skip
+    status = wait_for(
+        lambda: (
+            run_status(dagster_ui, run_id) in (DagsterRunStatus.CANCELED, DagsterRunStatus.FAILURE)
+            and run_status(dagster_ui, run_id)
+        ),
+        180,
+        "the run to end after cancellation",
+    )
     assert status == DagsterRunStatus.CANCELED
     ckpt = dagster_ui.local_dir / "lakehouse" / "checkpoints" / "clickstream_raw"
-    offsets, commits = (sorted(int(p.name) for p in (ckpt / d).iterdir() if p.name.isdigit())
-                        for d in ("offsets", "commits"))  # fmt: skip
+    offsets, commits = (
+        sorted(int(p.name) for p in (ckpt / d).iterdir() if p.name.isdigit())
+        for d in ("offsets", "commits")
+    )
     assert offsets[: len(commits)] == commits and len(offsets) - len(commits) <= 1
 
     second = [ev(f"d{i}", "u9", "page_view", 30 + i, "/late") for i in range(5)]
@@ -107,8 +129,14 @@ def test_cancelled_continuous_stream_ends_canceled_and_a_rerun_resumes_without_l
         "stream_clickstream_raw",
         run_config={"ops": {"run_stream_clickstream_raw": {"config": {"mode": "catch_up"}}}},
     )
-    wait_for(lambda: run_status(dagster_ui, rerun) in (DagsterRunStatus.SUCCESS,
-             DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED), 300, "the rerun")  # fmt: skip
+    wait_for(
+        lambda: (
+            run_status(dagster_ui, rerun)
+            in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+        ),
+        300,
+        "the rerun",
+    )
     assert run_status(dagster_ui, rerun) == DagsterRunStatus.SUCCESS
     rows = delta_rows(spark, table)
     assert sorted(r["kafka_offset"] for r in rows) == list(range(25))  # each exactly once

@@ -12,8 +12,14 @@ def at(minutes: float) -> datetime:
     return T0 + timedelta(minutes=minutes)
 
 
-def ev(event_id: str, user: str, event_type: str, minute: float, page: str | None = None,
-       amount: float | None = None) -> dict[str, Any]:  # fmt: skip
+def ev(
+    event_id: str,
+    user: str,
+    event_type: str,
+    minute: float,
+    page: str | None = None,
+    amount: float | None = None,
+) -> dict[str, Any]:
     """One clickstream event ``minute`` minutes after T0."""
     event: dict[str, Any] = {
         "event_id": event_id,

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.runner import RunOptions, run_streams
-from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.registry import StreamContext
 from tests.integration.events import (
     EXPECTED_REASONS,
@@ -26,11 +26,18 @@ from tests.integration.events import (
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 
-def run_catch_up(spark: SparkSession, lake: Lakehouse, bootstrap: str, topic: str,
-                 streams: Iterable[str] | None = None, max_offsets: int | None = None) -> list[str]:  # fmt: skip
+def run_catch_up(
+    spark: SparkSession,
+    lake: Lakehouse,
+    bootstrap: str,
+    topic: str,
+    streams: Iterable[str] | None = None,
+    max_offsets: int | None = None,
+) -> list[str]:
     """Run the built-in streams (or some) to the end of what Kafka holds; returns progress log."""
-    registry = builtin_streams(topic)
-    chosen = [registry.get(n) for n in streams] if streams else registry.in_dependency_order()
+    registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
+    names = streams or ["clickstream_raw", "events", "user_sessions"]
+    chosen = [registry.get(n) for n in names]
     ctx = StreamContext(spark, lake, bootstrap, max_offsets_per_trigger=max_offsets)
     seen: list[str] = []
     run_streams(ctx, chosen, RunOptions(mode="catch_up"), lambda name, p: seen.append(name))
@@ -53,18 +60,23 @@ def test_bronze_keeps_good_records_with_their_kafka_position_and_quarantines_the
     spark, kafka_broker, topic_factory, lake
 ):
     topic = topic_factory("bronze", partitions=1)
-    produce_events(kafka_broker, topic, [*U1_SHOPPING[:2], MALFORMED[0], U1_SHOPPING[1],
-                                         *MALFORMED[1:]])  # fmt: skip
+    produce_events(
+        kafka_broker, topic, [*U1_SHOPPING[:2], MALFORMED[0], U1_SHOPPING[1], *MALFORMED[1:]]
+    )
 
     run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw"])
 
     raw = sorted(table(spark, lake, "clickstream_raw"), key=lambda r: r["kafka_offset"])
     assert [(r["event_id"], r["kafka_partition"], r["kafka_offset"]) for r in raw] == [
-        ("e1", 0, 0), ("e2", 0, 1), ("e2", 0, 3),
-    ]  # fmt: skip
+        ("e1", 0, 0),
+        ("e2", 0, 1),
+        ("e2", 0, 3),
+    ]
     assert raw[0]["page"] == "/home" and raw[0]["event_time"] == at(0).replace(tzinfo=None)
-    quarantined = {r["raw_value"]: (r["reason"], r["kafka_offset"], r["source"])
-                   for r in table(spark, lake, "quarantine")}  # fmt: skip
+    quarantined = {
+        r["raw_value"]: (r["reason"], r["kafka_offset"], r["source"])
+        for r in table(spark, lake, "quarantine")
+    }
     assert {v: q[0] for v, q in quarantined.items()} == EXPECTED_REASONS
     assert sorted(q[1] for q in quarantined.values()) == [2, 4, 5]
     assert {q[2] for q in quarantined.values()} == {topic}
@@ -137,8 +149,9 @@ def test_restart_on_the_same_checkpoints_writes_every_row_exactly_once(
     first = run_catch_up(spark, lake, kafka_broker, topic, max_offsets=2)
     assert first.count("clickstream_raw") >= 3  # several batches before the "stop"
 
-    produce_events(kafka_broker, topic, [*U1_SHOPPING[3:], U1_SHOPPING[0], U2_BROWSING[1],
-                                         *U3_MUCH_LATER])  # fmt: skip
+    produce_events(
+        kafka_broker, topic, [*U1_SHOPPING[3:], U1_SHOPPING[0], U2_BROWSING[1], *U3_MUCH_LATER]
+    )
     run_catch_up(spark, lake, kafka_broker, topic, max_offsets=2)
 
     offsets = sorted(r["kafka_offset"] for r in table(spark, lake, "clickstream_raw"))

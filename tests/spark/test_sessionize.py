@@ -24,9 +24,13 @@ def event(n: int, user: str, kind: str, hhmm: str, page: str | None = None, amou
     """A clickstream record as the JSON source holds it; ``hhmm`` on 2026-11-22 (UTC)."""
     at = f"2026-11-22T{hhmm}:00Z"
     return {
-        "event_id": f"e{n}", "user_id": user, "event_type": kind,
-        "page": page, "amount": amount, "event_time": at,
-    }  # fmt: skip
+        "event_id": f"e{n}",
+        "user_id": user,
+        "event_type": kind,
+        "page": page,
+        "amount": amount,
+        "event_time": at,
+    }
 
 
 FIRST = [
@@ -45,10 +49,32 @@ LATER = [event(10, "u9", "page_view", "12:00", "Z")]
 
 # user, session_id suffix, start, end, seconds, count, pages, checkout, purchased, revenue, reason
 U1_GAP = ("u1", "1795341600000", "10:00", "10:05", 300.0, 2, ["A", "B"], False, False, 0.0, "gap")
-U2_LOGOUT = ("u2", "1795341600000", "10:00", "10:04", 240.0, 4, ["A", "cart", "thanks"], True,
-             True, 12.5, "logout")  # fmt: skip
-U3_TIMEOUT = ("u3", "1795341660000", "10:01", "10:08", 420.0, 2, ["W", "X"], False, False, 0.0,
-              "timeout")  # fmt: skip
+U2_LOGOUT = (
+    "u2",
+    "1795341600000",
+    "10:00",
+    "10:04",
+    240.0,
+    4,
+    ["A", "cart", "thanks"],
+    True,
+    True,
+    12.5,
+    "logout",
+)
+U3_TIMEOUT = (
+    "u3",
+    "1795341660000",
+    "10:01",
+    "10:08",
+    420.0,
+    2,
+    ["W", "X"],
+    False,
+    False,
+    0.0,
+    "timeout",
+)
 U1_TIMEOUT = ("u1", "1795344600000", "10:50", "10:50", 0.0, 1, ["C"], False, False, 0.0, "timeout")
 
 
@@ -90,16 +116,23 @@ def test_sessions_close_by_gap_logout_and_event_time_timeout_with_either_state_a
 
     (source / "2.json").write_text("\n".join(json.dumps(e) for e in LATER))
     assert run_available_now(spark, source, tmp_path, api) == [
-        U1_GAP, U1_TIMEOUT, U2_LOGOUT, U3_TIMEOUT,
-    ]  # fmt: skip
+        U1_GAP,
+        U1_TIMEOUT,
+        U2_LOGOUT,
+        U3_TIMEOUT,
+    ]
 
 
 def row(n: int, minute: int, page: str) -> Row:
     at = datetime(2026, 11, 22, 10, tzinfo=UTC).timestamp() * 1000 + minute * MIN
     return Row(
-        event_id=f"e{n}", user_id="u1", event_type="page_view", page=page, amount=None,
+        event_id=f"e{n}",
+        user_id="u1",
+        event_type="page_view",
+        page=page,
+        amount=None,
         event_time=datetime.fromtimestamp(at / 1000, tz=UTC),
-    )  # fmt: skip
+    )
 
 
 def test_the_processor_moves_its_timer_to_the_latest_event_and_emits_on_timeout() -> None:
@@ -116,10 +149,16 @@ def test_the_processor_moves_its_timer_to_the_latest_event_and_emits_on_timeout(
     (closed,) = tester.setWatermark(t0 + 35 * MIN)
 
     assert closed.asDict() == {
-        "user_id": "u1", "session_id": f"u1-{t0}",
+        "user_id": "u1",
+        "session_id": f"u1-{t0}",
         "session_start": datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
         "session_end": datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
-        "duration_seconds": 300.0, "event_count": 2, "last_pages": ["A", "B"],
-        "reached_checkout": False, "purchased": False, "revenue": 0.0, "close_reason": "timeout",
-    }  # fmt: skip
+        "duration_seconds": 300.0,
+        "event_count": 2,
+        "last_pages": ["A", "B"],
+        "reached_checkout": False,
+        "purchased": False,
+        "revenue": 0.0,
+        "close_reason": "timeout",
+    }
     assert tester.peekValueState("session", "u1") is None

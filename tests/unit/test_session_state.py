@@ -132,10 +132,16 @@ def test_checkout_and_purchase_set_the_flags_and_revenue_sums_purchase_amounts_o
 
     assert done == [
         closed(
-            0, 6, 7, ["home", "cart", "checkout", "done", "done", "done"], "logout",
-            reached_checkout=True, purchased=True, revenue=30.75,
+            0,
+            6,
+            7,
+            ["home", "cart", "checkout", "done", "done", "done"],
+            "logout",
+            reached_checkout=True,
+            purchased=True,
+            revenue=30.75,
         )
-    ]  # fmt: skip
+    ]
 
 
 def test_an_open_session_times_out_at_last_event_plus_gap_and_closes_as_timeout():

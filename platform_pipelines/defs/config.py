@@ -1,0 +1,93 @@
+"""Launch config of the stream jobs, as the Dagster launchpad shows it (defaults + validation)."""
+
+from collections.abc import Sequence
+from enum import Enum
+
+import dagster as dg
+from pydantic import Field, ValidationInfo, field_validator
+
+from platform_pipelines.runtime.runner import RunOptions
+from platform_pipelines.streams.registry import StreamDefinition
+
+
+class StreamMode(Enum):
+    continuous = "continuous"
+    catch_up = "catch_up"
+
+
+def _at_least_one(value: int | None, info: ValidationInfo) -> int | None:
+    if value is not None and value < 1:
+        raise ValueError(
+            f"{info.field_name} is {value}; set it to a whole number >= 1 (or leave it out for "
+            "the default)."
+        )
+    return value
+
+
+class StreamOverride(dg.Config):
+    """Settings for one stream of a multi-stream job."""
+
+    enabled: bool = Field(default=True, description="Run this stream in this job.")
+    trigger_interval_seconds: int | None = Field(
+        default=None, description="This stream's trigger interval (default: the job's)."
+    )
+    max_offsets_per_trigger: int | None = Field(
+        default=None, description="This stream's Kafka records per batch (default: the job's)."
+    )
+
+    _check = field_validator("trigger_interval_seconds", "max_offsets_per_trigger")(_at_least_one)
+
+
+class StreamRunConfig(dg.Config):
+    """Launch config of a stream job."""
+
+    mode: StreamMode = Field(
+        default=StreamMode.continuous,
+        description="continuous: trigger every trigger_interval_seconds until the run is "
+        "cancelled. catch_up: process the backlog available now (availableNow), then end the run.",
+    )
+    trigger_interval_seconds: int | None = Field(
+        default=None,
+        description="Trigger interval in continuous mode; default: each stream's declared trigger.",
+    )
+    max_offsets_per_trigger: int | None = Field(
+        default=50_000,
+        description="At most this many Kafka records per micro-batch; null for no limit.",
+    )
+    progress_log_interval_seconds: int = Field(
+        default=30, description="How often progress is logged and recorded as a materialization."
+    )
+    streams: dict[str, StreamOverride] = Field(
+        default_factory=dict,
+        description="Per-stream settings by stream name, e.g. {events: {trigger_interval_seconds: 5}}.",
+    )
+
+    _check = field_validator(
+        "trigger_interval_seconds", "max_offsets_per_trigger", "progress_log_interval_seconds"
+    )(_at_least_one)
+
+    def selected(self, streams: Sequence[StreamDefinition]) -> list[StreamDefinition]:
+        """The job's streams that this run enables; unknown names in ``streams`` are refused."""
+        known = [s.name for s in streams]
+        unknown = sorted(set(self.streams) - set(known))
+        if unknown:
+            raise ValueError(
+                f"streams: {', '.join(map(repr, unknown))} is not a stream of this job; "
+                f"use one of: {', '.join(known)}."
+            )
+        return [s for s in streams if self.streams.get(s.name, StreamOverride()).enabled]
+
+    def run_options(self, stream: StreamDefinition) -> RunOptions:
+        """How ``stream`` runs: its override, else the job's setting, else its declaration."""
+        override = self.streams.get(stream.name, StreamOverride())
+        seconds = (
+            override.trigger_interval_seconds
+            or self.trigger_interval_seconds
+            or int(stream.trigger.total_seconds())
+        )
+        return RunOptions(
+            mode=self.mode.value,
+            processing_time=f"{seconds} seconds",
+            max_offsets_per_trigger=override.max_offsets_per_trigger
+            or self.max_offsets_per_trigger,
+        )

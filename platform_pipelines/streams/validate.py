@@ -1,0 +1,147 @@
+"""Checks a ``StatefulStream`` declaration before any query starts.
+
+Every problem names the field and the fix; all problems are reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pyspark.sql.types import StructType, TimestampType
+
+from platform_pipelines.streams.declare import KafkaSource, StatefulStream, TableSource
+from platform_pipelines.streams.schemas import FIELD_TYPES
+
+# A name becomes a folder under the lakehouse and a Dagster asset key: nothing that could escape
+# the folder ("..", "/") or need quoting.
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+class DeclarationError(ValueError):
+    """A stream declaration that cannot run; the message lists each problem with its fix."""
+
+    def __init__(self, stream: str, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"Stream {stream!r} is not valid:\n{lines}")
+
+
+def _name_problem(field: str, value: object) -> str | None:
+    if isinstance(value, str) and _NAME.match(value):
+        return None
+    suggestion = re.sub(r"[^a-z0-9_]+", "_", str(value).lower()).strip("_") or "my_stream"
+    if not suggestion[0].isalpha():
+        suggestion = f"s_{suggestion}"
+    return (
+        f"{field}: {value!r} is not a valid name; use lowercase letters, digits and underscores, "
+        f"starting with a letter (e.g. {suggestion!r})."
+    )
+
+
+def _type_problems(field: str, schema: Mapping[str, str]) -> list[str]:
+    known = ", ".join(FIELD_TYPES)
+    return [
+        f"{field}: column {name!r} has unknown type {kind!r}; use one of: {known}."
+        for name, kind in schema.items()
+        if kind not in FIELD_TYPES
+    ]
+
+
+def source_problems(
+    source: KafkaSource | TableSource, tables: Mapping[str, StructType]
+) -> list[str]:
+    """Problems of the source; ``tables`` are the tables already declared, with their schemas."""
+    if isinstance(source, TableSource):
+        if source.table in tables:
+            return []
+        return [
+            f"source: table {source.table!r} is not declared; declare the stream that writes it "
+            "first, or read a Kafka topic with KafkaSource(topic=..., schema=...)."
+        ]
+    problems = []
+    if not _TOPIC.match(source.topic) or source.topic in {".", ".."}:
+        problems.append(f"source.topic: {source.topic!r} is not a Kafka topic name; use letters, "
+                        "digits, '.', '_' and '-' (at most 249).")  # fmt: skip
+    if source.raw_table is not None and (
+        problem := _name_problem("source.raw_table", source.raw_table)
+    ):
+        problems.append(problem)
+    problems += _type_problems("source.schema", source.schema)
+    for name in [*source.required, *source.allowed_values]:
+        if name not in source.schema:
+            problems.append(f"source: {name!r} is not in source.schema; add it or remove it.")
+    return problems
+
+
+def stream_problems(stream: StatefulStream, columns: StructType | None,
+                    declared: Mapping[str, str]) -> list[str]:  # fmt: skip
+    """Problems of the declaration itself, given the source's columns (None if unknown)."""
+    problems = [p for p in (_name_problem("name", stream.name),
+                            _name_problem("sink_table", stream.table)) if p]  # fmt: skip
+    if stream.name in declared:
+        problems.append(f"name: a stream named {stream.name!r} is already declared; pick another.")
+    if stream.table in declared.values() and declared.get(stream.name) != stream.table:
+        problems.append(f"sink_table: {stream.table!r} is already written by another stream; "
+                        "give this stream its own table.")  # fmt: skip
+    if (stream.logic is None) == (stream.transform is None):
+        problems.append("logic/transform: give exactly one: logic=<KeyedLogic> for plain-Python "
+                        "state, or transform=<function of a DataFrame> for Spark operators.")  # fmt: skip
+    problems += _type_problems("output_schema", stream.output_schema)
+    if stream.output_mode not in ("append", "update"):
+        problems.append(
+            f"output_mode: {stream.output_mode!r} is not supported; use 'append' or 'update'."
+        )
+    if stream.output_mode == "update" and stream.key not in stream.output_schema:
+        problems.append(f"output_schema: update mode upserts rows by the key {stream.key!r}; add "
+                        f"{stream.key!r} to output_schema.")  # fmt: skip
+    problems += _time_problems(stream)
+    if columns is not None:
+        problems += _column_problems(stream, columns)
+    return problems
+
+
+def _time_problems(stream: StatefulStream) -> list[str]:
+    problems = []
+    if stream.timeout not in (None, "event_time", "processing_time"):
+        problems.append(f"timeout: {stream.timeout!r} is not a timeout kind; use 'event_time', "
+                        "'processing_time' or None.")  # fmt: skip
+    if stream.timeout == "event_time" and stream.watermark is None:
+        problems.append("timeout: an event-time timeout fires when the watermark passes it, and "
+                        "this stream has none; set watermark=timedelta(minutes=10) (how late "
+                        "events may arrive), or use timeout='processing_time'.")  # fmt: skip
+    if stream.watermark is not None and stream.watermark.total_seconds() <= 0:
+        problems.append("watermark: must be a positive duration, e.g. timedelta(minutes=10).")
+    if stream.trigger.total_seconds() <= 0:
+        problems.append("trigger: must be a positive duration, e.g. timedelta(seconds=10).")
+    if (
+        stream.timeout
+        and stream.logic is not None
+        and not callable(getattr(stream.logic, "on_timeout", None))
+    ):
+        problems.append("logic: a stream with a timeout needs logic.on_timeout(key, state, clock).")
+    if (
+        stream.initial_state is not None
+        and stream.logic is not None
+        and not callable(getattr(stream.logic, "initial_state", None))
+    ):
+        problems.append("initial_state: the logic has no initial_state(key, row) to seed from it; "
+                        "add one, or remove initial_state.")  # fmt: skip
+    return problems
+
+
+def _column_problems(stream: StatefulStream, columns: StructType) -> list[str]:
+    names = columns.fieldNames()
+    problems = []
+    if stream.key not in names:
+        problems.append(f"key: column {stream.key!r} is not in the source ({', '.join(names)}); "
+                        "use one of those columns.")  # fmt: skip
+    needs_time = stream.watermark is not None or stream.timeout == "event_time"
+    if needs_time and stream.event_time not in names:
+        problems.append(f"event_time: column {stream.event_time!r} is not in the source "
+                        f"({', '.join(names)}); name the source's event-time column.")  # fmt: skip
+    elif needs_time and not isinstance(columns[stream.event_time].dataType, TimestampType):
+        problems.append(f"event_time: column {stream.event_time!r} is not a timestamp; declare it "
+                        "as 'timestamp' in the source schema.")  # fmt: skip
+    return problems

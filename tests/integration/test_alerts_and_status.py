@@ -1,0 +1,148 @@
+"""security_alerts and service_status on real Kafka, Spark (transformWithState) and Delta."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from platform_pipelines.kafka.heartbeats import heartbeat
+from platform_pipelines.kafka.producer import produce_events
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.runtime.runner import RunOptions, Supervisor, run_streams, start_stream
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+from platform_pipelines.streams.registry import StreamContext
+from tests.integration.events import at, ev
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def rows(spark, lake: Lakehouse, name: str) -> list[dict]:
+    return [r.asDict() for r in spark.read.format("delta").load(str(lake.table(name))).collect()]
+
+
+def catch_up(spark, lake, bootstrap, cfg: BuiltinSettings, names: list[str]) -> None:
+    registry = builtin_streams(cfg)
+    ctx = StreamContext(spark, lake, bootstrap)
+    run_streams(ctx, [registry.get(n) for n in names], RunOptions(mode="catch_up"), lambda *_: None)
+
+
+def failures(user: str, minutes: list[float], prefix: str) -> list[dict]:
+    return [ev(f"{prefix}{i}", user, "login_failed", m, "/login") for i, m in enumerate(minutes)]
+
+
+def ms(minute: float) -> int:
+    return int(at(minute).timestamp() * 1000)
+
+
+def test_five_failed_logins_within_ten_minutes_raise_one_alert_across_a_restart(
+    spark, kafka_broker, topic_factory, tmp_path
+):
+    topic = topic_factory("alerts")
+    cfg = BuiltinSettings(clickstream_topic=topic)
+    lake = Lakehouse(tmp_path / "lake")
+    streams = ["clickstream_raw", "events", "security_alerts"]
+    produce_events(kafka_broker, topic, [
+        *failures("u5", [0, 1, 2], "a"),
+        *failures("u6", [0, 1, 2, 3], "b"), ev("b-ok", "u6", "login_success", 4, "/login"),
+    ])  # fmt: skip
+    catch_up(spark, lake, kafka_broker, cfg, streams)
+    assert rows(spark, lake, "security_alerts") == []
+
+    produce_events(kafka_broker, topic, [
+        *failures("u5", [3, 4], "c"),  # the 4th and 5th within 10 minutes: an alert
+        *failures("u6", [5, 6, 7, 8], "d"),  # 4 after the success: no alert
+        *failures("u7", [0, 6, 12, 18, 24], "e"),  # never 5 within 10 minutes
+        ev("late", "u8", "page_view", 90, "/home"),  # moves the watermark: idle state expires
+    ])  # fmt: skip
+    catch_up(spark, lake, kafka_broker, cfg, streams)
+
+    assert rows(spark, lake, "security_alerts") == [
+        {
+            "alert_id": f"u5-{ms(4)}",
+            "user_id": "u5",
+            "first_failure_time": at(0).replace(tzinfo=None),
+            "last_failure_time": at(4).replace(tzinfo=None),
+            "failure_count": 5,
+            "alert_type": "failed_logins",
+        }
+    ]
+
+
+def wait_for(predicate, timeout_s: float, what: str, show=lambda: None):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last seen: {show()}")
+
+
+def statuses(spark, lake) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for row in sorted(
+        rows(spark, lake, "service_status"), key=lambda r: (r["changed_at"], r["status"])
+    ):
+        found.setdefault(row["service"], []).append(row["status"])
+    return found
+
+
+def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_heartbeat(
+    spark, kafka_broker, topic_factory, tmp_path
+):
+    topic = topic_factory("beats")
+    cfg = BuiltinSettings(heartbeats_topic=topic, stale_after=timedelta(seconds=6))
+    lake = Lakehouse(tmp_path / "lake")
+    registry = builtin_streams(cfg)
+    ctx = StreamContext(spark, lake, kafka_broker)
+    # Real times: "stale" is stamped with the wall clock, "ok" with the heartbeat's event time.
+    started = datetime.now(UTC) - timedelta(minutes=1)
+    beats = [heartbeat("svc-a", started), heartbeat("svc-b", started)]
+    produce_events(kafka_broker, topic, beats, key_field="service")
+    every_second = RunOptions(mode="continuous", processing_time="1 second")
+    supervisor = Supervisor(lambda *_: None)
+    try:
+        for name in ("service_heartbeats_raw", "service_status"):
+            supervisor.add(name, start_stream(ctx, registry.get(name), every_second))
+        wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
+        # No input at all from here on: only the processing-time timers can make progress.
+        wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
+                 120, "both services to go stale", lambda: rows(spark, lake, "service_status"))  # fmt: skip
+        produce_events(
+            kafka_broker, topic, [heartbeat("svc-a", datetime.now(UTC))], key_field="service"
+        )
+        wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok"], 120, "svc-a ok")
+        time.sleep(8)  # svc-b stays silent: it must not be reported stale again
+        supervisor.poll()
+    finally:
+        supervisor.stop_all()
+    assert statuses(spark, lake)["svc-b"] == ["ok", "stale"]
+
+
+def test_a_new_checkpoint_seeds_status_from_the_table_so_a_known_stale_service_turns_ok(
+    spark, kafka_broker, topic_factory, tmp_path
+):
+    topic = topic_factory("seed")
+    lake = Lakehouse(tmp_path / "lake")
+    cfg = BuiltinSettings(heartbeats_topic=topic)
+    known = [
+        ("svc-c", "ok", at(0), at(0)),
+        ("svc-c", "stale", at(6), at(0)),
+        ("svc-d", "ok", at(0), at(0)),
+    ]
+    seed = spark.createDataFrame(
+        known, "service string, status string, changed_at timestamp, last_heartbeat_time timestamp"
+    )
+    seed.write.format("delta").save(str(lake.table("service_status")))
+    produce_events(kafka_broker, topic, [heartbeat("svc-c", at(10)), heartbeat("svc-d", at(10))],
+                   key_field="service")  # fmt: skip
+
+    catch_up(spark, lake, kafka_broker, cfg, ["service_heartbeats_raw", "service_status"])
+
+    new = [
+        r
+        for r in rows(spark, lake, "service_status")
+        if r["changed_at"] == at(10).replace(tzinfo=None)
+    ]
+    assert [(r["service"], r["status"]) for r in new] == [("svc-c", "ok")]

@@ -1,0 +1,47 @@
+"""The README's example user stream, declared as a user would, run against real Kafka."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from platform_pipelines.kafka.producer import produce_events
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.streams.compile import declare_stream
+from platform_pipelines.streams.registry import StreamContext, StreamRegistry
+from tests.integration.events import at
+from user_streams.running_count import STREAMS
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def keyed(key: str, minute: float) -> dict:
+    return {"key": key, "event_time": at(minute).isoformat().replace("+00:00", "Z")}
+
+
+def test_running_count_per_key_is_upserted_exactly_once_across_runs(
+    spark, kafka_broker, topic_factory, tmp_path
+):
+    topic = topic_factory("keys")
+    example = STREAMS[0]
+    registry = StreamRegistry()
+    declare_stream(registry, replace(example, source=replace(example.source, topic=topic)))
+    ctx = StreamContext(spark, Lakehouse(tmp_path / "lake"), kafka_broker)
+    table = str(ctx.lakehouse.table("key_counts"))
+
+    def run() -> dict[str, int]:
+        run_streams(ctx, list(registry), RunOptions(mode="catch_up"), lambda *_: None)
+        return {r["key"]: r["count"] for r in spark.read.format("delta").load(table).collect()}
+
+    produce_events(kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2), b"oops"],
+                   key_field="key")  # fmt: skip
+    assert run() == {"a": 2, "b": 1}
+    produce_events(
+        kafka_broker, topic, [keyed("a", 3), keyed("c", 4), keyed("a", 5)], key_field="key"
+    )
+    assert run() == {"a": 4, "b": 1, "c": 1}
+    assert run() == {"a": 4, "b": 1, "c": 1}  # nothing new: nothing changes
+    quarantine = spark.read.format("delta").load(str(ctx.lakehouse.table("quarantine"))).collect()
+    assert [(r["raw_value"], r["reason"]) for r in quarantine] == [("oops", "invalid JSON")]

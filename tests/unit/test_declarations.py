@@ -1,0 +1,108 @@
+"""A declaration is checked before any query starts; each problem names the field and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.compile import declare_stream
+from platform_pipelines.streams.declare import KafkaSource, StatefulStream, TableSource
+from platform_pipelines.streams.validate import DeclarationError
+from user_streams.running_count import STREAMS, RunningCount
+
+EXAMPLE = STREAMS[0]
+
+
+def problems_of(stream: StatefulStream) -> list[str]:
+    with pytest.raises(DeclarationError) as error:
+        declare_stream(builtin_streams(), stream)
+    return error.value.problems
+
+
+def test_the_example_user_stream_declares_an_ingest_and_a_stateful_stream():
+    registry = builtin_streams()
+    declare_stream(registry, EXAMPLE)
+    assert registry.get("key_events_raw").upstream == "key_events"
+    assert registry.get("key_counts").upstream == "key_events_raw"
+    assert registry.names()[-2:] == ["key_events_raw", "key_counts"]
+
+
+def test_an_unknown_key_column_is_refused_with_the_source_columns():
+    assert problems_of(replace(EXAMPLE, key="user")) == [
+        "output_schema: update mode upserts rows by the key 'user'; add 'user' to output_schema.",
+        "key: column 'user' is not in the source (key, event_time, kafka_partition, kafka_offset, "
+        "kafka_timestamp); use one of those columns.",
+    ]
+
+
+def test_an_event_time_timeout_without_a_watermark_is_refused():
+    assert problems_of(replace(EXAMPLE, watermark=None, timeout="event_time")) == [
+        "timeout: an event-time timeout fires when the watermark passes it, and this stream has "
+        "none; set watermark=timedelta(minutes=10) (how late events may arrive), or use "
+        "timeout='processing_time'."
+    ]
+
+
+@pytest.mark.parametrize("name", ["../etc", "Key Counts", "1counts", "a/b"])
+def test_a_name_that_is_not_an_identifier_or_could_escape_the_lakehouse_is_refused(name):
+    (problem, *_) = problems_of(replace(EXAMPLE, name=name))
+    assert problem.startswith(f"name: {name!r} is not a valid name; use lowercase letters, digits")
+
+
+def test_every_problem_is_reported_at_once():
+    broken = StatefulStream(
+        name="bad-name",
+        description="",
+        source=TableSource("nowhere"),
+        key="k",
+        output_schema={"k": "text"},
+        timeout="event_time",
+    )
+    assert problems_of(broken) == [
+        "source: table 'nowhere' is not declared; declare the stream that writes it first, or "
+        "read a Kafka topic with KafkaSource(topic=..., schema=...).",
+        "name: 'bad-name' is not a valid name; use lowercase letters, digits and underscores, "
+        "starting with a letter (e.g. 'bad_name').",
+        "sink_table: 'bad-name' is not a valid name; use lowercase letters, digits and "
+        "underscores, starting with a letter (e.g. 'bad_name').",
+        "logic/transform: give exactly one: logic=<KeyedLogic> for plain-Python state, or "
+        "transform=<function of a DataFrame> for Spark operators.",
+        "output_schema: column 'k' has unknown type 'text'; use one of: string, long, int, "
+        "double, boolean, timestamp, array<string>.",
+        "timeout: an event-time timeout fires when the watermark passes it, and this stream has "
+        "none; set watermark=timedelta(minutes=10) (how late events may arrive), or use "
+        "timeout='processing_time'.",
+    ]
+
+
+def test_a_stream_name_or_sink_table_already_taken_is_refused():
+    taken = replace(EXAMPLE, name="events", source=TableSource("clickstream_raw"), key="event_id",
+                    output_mode="append")  # fmt: skip
+    assert problems_of(taken) == [
+        "name: a stream named 'events' is already declared; pick another."
+    ]
+    assert problems_of(replace(taken, name="events2", sink_table="events")) == [
+        "sink_table: 'events' is already written by another stream; give this stream its own table."
+    ]
+
+
+def test_update_mode_needs_the_key_in_the_output_and_kafka_schema_types_are_checked():
+    stream = StatefulStream(
+        name="counts2",
+        description="",
+        source=KafkaSource(topic="t", schema={"key": "string", "n": "integer"}, required=("id",)),
+        key="key",
+        logic=RunningCount(),
+        output_schema={"count": "long"},
+        output_mode="update",
+        watermark=timedelta(minutes=1),
+    )
+    assert problems_of(stream) == [
+        "source.schema: column 'n' has unknown type 'integer'; use one of: string, long, int, "
+        "double, boolean, timestamp, array<string>.",
+        "source: 'id' is not in source.schema; add it or remove it.",
+        "output_schema: update mode upserts rows by the key 'key'; add 'key' to output_schema.",
+    ]
