@@ -197,18 +197,27 @@ def _print_counts(title: str, counts: dict[str, int], caption: str = "") -> None
 @main.command()
 @producer_options
 @click.option("--keep-broker", is_flag=True, help="Leave the broker running afterwards.")
+@click.option(
+    "--fresh/--no-fresh",
+    default=True,
+    show_default=True,
+    help="Start from empty topics, tables and checkpoints (.local/kafka, .local/lakehouse).",
+)
 @friendly_errors
-def demo(keep_broker: bool, **kw: Any) -> None:
+def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
     """The main job: broker, synthetic topics, every stream through Dagster, daily engagement."""
     from platform_pipelines import demo as steps
     from platform_pipelines.catalog import load_registry
     from platform_pipelines.jvm import ensure_jars, require_java
 
     cfg = _config(**kw)
+    os.environ.setdefault("PLATFORM_SPARK_LOG_LEVEL", "ERROR")  # Dagster's log shows the progress
     require_java()
     with console.status("Resolving JVM artifacts (cached after the first run)..."):
         ensure_jars("spark")
         ensure_jars("kafka-broker")
+    if fresh:
+        _reset_local_state()
     bootstrap, started = ensure_broker()
     os.environ["PLATFORM_KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
     try:
@@ -228,6 +237,22 @@ def demo(keep_broker: bool, **kw: Any) -> None:
     registry = load_registry()
     summary = steps.summarize([*registry.tables(), "daily_engagement"])
     _print_demo_summary(produced, run_id, status, elapsed, summary)
+
+
+def _reset_local_state() -> None:
+    """Empty the local broker's data and the lakehouse, so the demo's numbers are its own."""
+    import shutil
+
+    from platform_pipelines.kafka.broker import find_running_broker
+
+    settings = get_settings()
+    if find_running_broker(settings.broker_dir):
+        raise click.ClickException(
+            "The local Kafka broker is running (perhaps for the UI), so its data cannot be reset. "
+            "Stop it with `platform kafka stop`, or keep the current state with --no-fresh."
+        )
+    for folder in (settings.broker_dir, settings.lakehouse_dir):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:

@@ -24,6 +24,7 @@ class PlatformSettings(BaseSettings):
     local_dir: Path = REPO_ROOT / ".local"
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
+    spark_log_level: str = "WARN"
     clickstream_topic: str = "clickstream"
     heartbeats_topic: str = "service_heartbeats"
     # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.

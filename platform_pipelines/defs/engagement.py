@@ -7,7 +7,8 @@ import dagster as dg
 from platform_pipelines.analytics.engagement import daily_engagement, write_day
 from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingResource
 
-DAYS = dg.DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
+# end_offset=1: today is a partition too, so the current day can be computed while it fills.
+DAYS = dg.DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC", end_offset=1)
 
 
 @dg.asset(

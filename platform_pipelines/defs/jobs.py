@@ -43,8 +43,9 @@ class ProgressReporter:
         metrics = progress_metrics(progress)
         pending = self._pending.get(name)
         if pending:  # rows accumulate across the batches between two reports
-            metrics["rows_in"] += int(pending["rows_in"])
-            metrics["rows_out"] += int(pending["rows_out"])
+            for key in ("rows_in", "rows_out"):
+                if key in metrics and key in pending:
+                    metrics[key] += int(pending[key])
         self._pending[name] = metrics
         self.batches[name] = self.batches.get(name, 0) + 1
         if time.monotonic() - self._last_emit.get(name, 0.0) >= self._interval:

@@ -21,12 +21,11 @@ def progress_metrics(progress: Progress) -> dict[str, float | int]:
     State numbers are summed over the query's stateful operators; a stateless query reports 0.
     """
     sink = progress.get("sink") or {}
-    return {
+    metrics: dict[str, float | int] = {
         "batch_id": int(progress.get("batchId", -1)),
         "rows_in": int(progress.get("numInputRows") or 0),
         "input_rows_per_sec": round(float(progress.get("inputRowsPerSecond") or 0.0), 2),
         "processed_rows_per_sec": round(float(progress.get("processedRowsPerSecond") or 0.0), 2),
-        "rows_out": int(sink.get("numOutputRows") or 0),
         "batch_duration_ms": int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
         "state_rows": _state_sum(progress, "numRowsTotal"),
         "state_rows_updated": _state_sum(progress, "numRowsUpdated"),
@@ -34,13 +33,17 @@ def progress_metrics(progress: Progress) -> dict[str, float | int]:
         "state_memory_bytes": _state_sum(progress, "memoryUsedBytes"),
         "rows_dropped_by_watermark": _state_sum(progress, "numRowsDroppedByWatermark"),
     }
+    rows_out = int(sink.get("numOutputRows", -1))
+    if rows_out >= 0:  # -1: the sink does not count (foreachBatch, Delta)
+        metrics["rows_out"] = rows_out
+    return metrics
 
 
 def describe(name: str, metrics: Mapping[str, float | int]) -> str:
     """One readable log line for a batch."""
     return (
         f"{name}: batch {metrics['batch_id']} read {metrics['rows_in']} rows "
-        f"({metrics['processed_rows_per_sec']} rows/s), wrote {metrics['rows_out']}, "
+        f"({metrics['processed_rows_per_sec']} rows/s), "
         f"state {metrics['state_rows']} rows / {metrics['state_memory_bytes']} bytes, "
         f"{metrics['rows_dropped_by_watermark']} late rows dropped"
     )

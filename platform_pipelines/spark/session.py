@@ -14,6 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from platform_pipelines.jvm import ensure_jars, require_java
+from platform_pipelines.settings import get_settings
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -81,5 +82,5 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     for key, value in spark_conf(options, ensure_jars("spark")).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(get_settings().spark_log_level)
     return spark

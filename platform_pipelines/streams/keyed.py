@@ -67,7 +67,8 @@ class KeyedLogicProcessor(StatefulProcessor):
         state = self._load()
         if state is None:
             return iter([])
-        return self._apply(self._logic.on_timeout(str(key[0]), state, self._clock(timerValues)))
+        step = self._logic.on_timeout(str(key[0]), state, self._clock(timerValues))
+        return self._apply(step, fired=expiredTimerInfo.getExpiryTimeInMs())
 
     def handleInitialState(self, key: Any, initialState: Row, timerValues: TimerValues) -> None:
         seeded = self._logic.initial_state(str(key[0]), initialState.asDict())  # type: ignore[attr-defined]
@@ -87,11 +88,12 @@ class KeyedLogicProcessor(StatefulProcessor):
         value = self._state.get()
         return json.loads(value[0]) if value and value[0] else None
 
-    def _apply(self, step: Step) -> Iterator[Row]:
+    def _apply(self, step: Step, fired: int | None = None) -> Iterator[Row]:
         timers = self._time_mode != "None"  # timer calls are refused without a time mode
         if timers:
             for timer in list(self._handle.listTimers()):
-                self._handle.deleteTimer(timer)
+                if timer != fired:  # Spark removes a timer once it has fired
+                    self._handle.deleteTimer(timer)
         if step.state is None:
             self._state.clear()
         else:
