@@ -233,7 +233,9 @@ def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
         raise click.ClickException(f"The all_streams run {run_id} ended {status}; its logs are "
                                    "in the Dagster UI (make ui) under Runs.")  # fmt: skip
     console.rule("Materializing daily_engagement")
-    steps.materialize_engagement([cfg.start_time.date().isoformat()])
+    if not steps.materialize_engagement([cfg.start_time.date().isoformat()]):
+        raise click.ClickException("daily_engagement failed to materialize; its run's logs are "
+                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
     registry = load_registry()
     summary = steps.summarize([*registry.tables(), "daily_engagement"])
     _print_demo_summary(produced, run_id, status, elapsed, summary)

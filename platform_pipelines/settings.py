@@ -11,6 +11,7 @@ import json
 from functools import cached_property
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +20,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 class PlatformSettings(BaseSettings):
     """Paths and endpoints shared by the CLI, the Dagster definitions and the tests."""
 
-    model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True, populate_by_name=True)
 
     local_dir: Path = REPO_ROOT / ".local"
+    jars_dir_override: Path | None = Field(default=None, alias="PLATFORM_JARS_DIR")
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
     spark_log_level: str = "WARN"
@@ -36,7 +38,8 @@ class PlatformSettings(BaseSettings):
 
     @property
     def jars_dir(self) -> Path:
-        return self.local_dir / "jars"
+        """Resolved JVM jars (PLATFORM_JARS_DIR, else .local/jars)."""
+        return self.jars_dir_override or self.local_dir / "jars"
 
     @property
     def broker_dir(self) -> Path:

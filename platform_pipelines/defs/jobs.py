@@ -60,7 +60,7 @@ class ProgressReporter:
             self._context.log.info(describe(stream, metrics))
             self._context.log_event(
                 dg.AssetMaterialization(
-                    asset_key=stream,
+                    asset_key=next(iter(self._streams[stream].outputs)),  # its main table
                     description=f"Progress of streaming query {stream}",
                     metadata={
                         k: dg.MetadataValue.int(v)

@@ -62,12 +62,18 @@ class SparkStreamingResource(dg.ConfigurableResource):
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._session is None or not self._owns_session:
             return
-        for query in self._session.streams.active:
-            if context.log:
-                context.log.info(f"Stopping streaming query {query.name!r}")
-            query.stop()
-        self._session.stop()
-        self._session = None
+        try:
+            for query in self._session.streams.active:
+                if context.log:
+                    context.log.info(f"Stopping streaming query {query.name!r}")
+                try:
+                    query.stop()
+                except Exception as error:  # stop the others and the session all the same
+                    if context.log:
+                        context.log.warning(f"Query {query.name!r} did not stop cleanly: {error}")
+        finally:
+            self._session.stop()
+            self._session = None
 
 
 class KafkaResource(dg.ConfigurableResource):

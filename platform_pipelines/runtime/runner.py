@@ -7,6 +7,7 @@ before it propagates, so the checkpoint stays consistent.
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -41,23 +42,58 @@ class StreamFailedError(RuntimeError):
     """A streaming query died; the message is Spark's error, summarized."""
 
 
+class CheckpointBusyError(RuntimeError):
+    """Another query (in this or another process) already runs on the stream's checkpoint."""
+
+
+_LOCKS: dict[str, int] = {}
+
+
+def _lock_checkpoint(name: str, checkpoint: str) -> None:
+    """Hold an exclusive lock on the checkpoint while its query runs: two queries on one
+    checkpoint (say `stream_events` and `all_streams` launched together) would corrupt it."""
+    import os
+
+    os.makedirs(checkpoint, exist_ok=True)
+    fd = os.open(os.path.join(checkpoint, ".platform.lock"), os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CheckpointBusyError(
+            f"Stream {name!r} is already running on {checkpoint} (another run or job holds its "
+            "checkpoint). Stop that run first; two queries on one checkpoint would corrupt it."
+        ) from None
+    _LOCKS[checkpoint] = fd
+
+
+def _unlock_checkpoint(checkpoint: str) -> None:
+    import os
+
+    fd = _LOCKS.pop(checkpoint, None)
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
 def start_stream(
     ctx: StreamContext, stream: StreamDefinition, options: RunOptions
 ) -> StreamingQuery:
     """Create the stream's tables if needed and start its query on its own checkpoint."""
-    for table, schema in stream.outputs.items():
-        ctx.lakehouse.ensure_table(ctx.spark, table, schema)
-    ctx = replace(ctx, max_offsets_per_trigger=options.max_offsets_per_trigger)
-    writer = (
-        stream.build(ctx)
-        .queryName(stream.name)
-        .option("checkpointLocation", str(ctx.lakehouse.checkpoint(stream.name)))
-    )
-    if options.mode == "catch_up":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=options.processing_time)
-    return writer.start()
+    checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
+    _lock_checkpoint(stream.name, checkpoint)
+    try:
+        for table, schema in stream.outputs.items():
+            ctx.lakehouse.ensure_table(ctx.spark, table, schema)
+        ctx = replace(ctx, max_offsets_per_trigger=options.max_offsets_per_trigger)
+        writer = stream.build(ctx).queryName(stream.name).option("checkpointLocation", checkpoint)
+        if options.mode == "catch_up":
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=options.processing_time)
+        return writer.start()
+    except BaseException:
+        _unlock_checkpoint(checkpoint)
+        raise
 
 
 def summarize_failure(name: str, error: BaseException) -> str:
@@ -76,10 +112,14 @@ class Supervisor:
         self._queries: dict[str, StreamingQuery] = {}
         self._last_batch: dict[str, int] = {}
         self._catch_up: set[str] = set()
+        self._checkpoints: dict[str, str] = {}
 
-    def add(self, name: str, query: StreamingQuery, catch_up: bool = False) -> None:
-        """Watch ``query``; a ``catch_up`` query is stopped once it has caught up."""
+    def add(self, name: str, query: StreamingQuery, catch_up: bool = False,
+            checkpoint: str = "") -> None:  # fmt: skip
+        """Watch ``query``; a ``catch_up`` query is stopped once it has caught up. The
+        checkpoint's lock (taken by ``start_stream``) is released when the query ends."""
         self._queries[name] = query
+        self._checkpoints[name] = checkpoint
         self._last_batch.setdefault(name, -1)
         if catch_up:
             self._catch_up.add(name)
@@ -92,12 +132,17 @@ class Supervisor:
         watched = list(names or self._queries)
         try:
             while active := [n for n in watched if self._queries[n].isActive]:
-                self._queries[active[0]].awaitTermination(self._poll)
+                try:
+                    self._queries[active[0]].awaitTermination(self._poll)
+                except StreamingQueryException as error:
+                    raise StreamFailedError(summarize_failure(active[0], error)) from error
                 self.poll()
             self.poll()
         except BaseException:
             self.stop_all()
             raise
+        finally:
+            self._release_finished()
 
     def poll(self) -> None:
         """Report new progress of every query; raise StreamFailedError for a dead one."""
@@ -114,10 +159,25 @@ class Supervisor:
                 query.stop()
 
     def stop_all(self) -> None:
-        """Stop every query gracefully (a running batch is abandoned; the checkpoint stays valid)."""
+        """Stop every query gracefully (a running batch is abandoned; the checkpoint stays valid).
+
+        A query that fails to stop does not keep the others running."""
         for query in self._queries.values():
-            if query.isActive:
-                query.stop()
+            try:
+                if query.isActive:
+                    query.stop()
+            except Exception:
+                pass
+        self._release_finished()
+
+    def _release_finished(self) -> None:
+        for name, query in self._queries.items():
+            try:
+                active = query.isActive
+            except Exception:
+                active = False
+            if not active:
+                _unlock_checkpoint(self._checkpoints.get(name, ""))
 
 
 def _caught_up(query: StreamingQuery) -> bool:
@@ -154,7 +214,9 @@ def run_streams(
     for stream in streams:
         on_start(stream.name)
         catch_up = per_stream[stream.name].mode == "catch_up"
-        supervisor.add(stream.name, start_stream(ctx, stream, per_stream[stream.name]), catch_up)
+        checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
+        query = start_stream(ctx, stream, per_stream[stream.name])
+        supervisor.add(stream.name, query, catch_up, checkpoint)
         if catch_up:
             supervisor.wait([stream.name])
     supervisor.wait()

@@ -64,7 +64,7 @@ def declare_stream(registry: StreamRegistry, stream: StatefulStream) -> StreamDe
         ingest = ingest_definition(stream.source)
         if ingest.name not in registry.names():
             tables = {**tables, **ingest.outputs}
-    declared = {s.name: next(iter(s.outputs)) for s in registry}
+    declared = [(s.name, t) for s in registry for t in s.outputs]
     problems += stream_problems(stream, tables.get(stream.source_table), declared)
     if stream.initial_state and stream.initial_state.table not in {*tables, stream.table}:
         problems.append(f"initial_state: table {stream.initial_state.table!r} is not declared; "
@@ -126,7 +126,8 @@ def _initial_state(
 ) -> DataFrame | None:
     """The seed rows, only for a stream starting on a new checkpoint (Spark ignores it later)."""
     seed = stream.initial_state
-    if seed is None or (lakehouse.checkpoint(stream.name) / "commits").exists():
+    # Spark creates commits/ when the query starts; only a committed batch means it has state.
+    if seed is None or any((lakehouse.checkpoint(stream.name) / "commits").glob("[0-9]*")):
         return None
     path = lakehouse.table(seed.table)
     if not (path / "_delta_log").exists():

@@ -44,11 +44,6 @@ KAFKA_POSITION = [
     StructField("kafka_timestamp", TimestampType(), True),
 ]
 
-# bronze: every field parsed and typed, plus where the record sits in Kafka.
-CLICKSTREAM_RAW = StructType(
-    list(struct_of(CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED).fields) + KAFKA_POSITION
-)
-
 QUARANTINE = StructType(
     [
         StructField("source", StringType(), True),

@@ -6,7 +6,7 @@ Every problem names the field and the fix; all problems are reported at once.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql.types import StructType, TimestampType
 
@@ -76,13 +76,14 @@ def source_problems(
 
 
 def stream_problems(stream: StatefulStream, columns: StructType | None,
-                    declared: Mapping[str, str]) -> list[str]:  # fmt: skip
-    """Problems of the declaration itself, given the source's columns (None if unknown)."""
+                    declared: Sequence[tuple[str, str]]) -> list[str]:  # fmt: skip
+    """Problems of the declaration itself, given the source's columns (None if unknown) and the
+    tables already written by declared streams (``(stream, table)`` pairs)."""
     problems = [p for p in (_name_problem("name", stream.name),
                             _name_problem("sink_table", stream.table)) if p]  # fmt: skip
-    if stream.name in declared:
+    if stream.name in {s for s, _ in declared}:
         problems.append(f"name: a stream named {stream.name!r} is already declared; pick another.")
-    if stream.table in declared.values() and declared.get(stream.name) != stream.table:
+    if stream.table in {t for s, t in declared if s != stream.name}:
         problems.append(f"sink_table: {stream.table!r} is already written by another stream; "
                         "give this stream its own table.")  # fmt: skip
     if (stream.logic is None) == (stream.transform is None):

@@ -104,7 +104,8 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
     supervisor = Supervisor(lambda *_: None)
     try:
         for name in ("service_heartbeats_raw", "service_status"):
-            supervisor.add(name, start_stream(ctx, registry.get(name), every_second))
+            query = start_stream(ctx, registry.get(name), every_second)
+            supervisor.add(name, query, checkpoint=str(lake.checkpoint(name)))
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
         # No input at all from here on: only the processing-time timers can make progress.
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
