@@ -114,14 +114,15 @@ class Supervisor:
         self._catch_up: set[str] = set()
         self._checkpoints: dict[str, str] = {}
 
-    def add(self, name: str, query: StreamingQuery, catch_up: bool = False,
+    def add(self, name: str, query: StreamingQuery, stop_when_caught_up: bool = False,
             checkpoint: str = "") -> None:  # fmt: skip
-        """Watch ``query``; a ``catch_up`` query is stopped once it has caught up. The
-        checkpoint's lock (taken by ``start_stream``) is released when the query ends."""
+        """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query that would never
+        end by itself) it is stopped once it has caught up. The checkpoint's lock (taken by
+        ``start_stream``) is released when the query ends."""
         self._queries[name] = query
         self._checkpoints[name] = checkpoint
         self._last_batch.setdefault(name, -1)
-        if catch_up:
+        if stop_when_caught_up:
             self._catch_up.add(name)
 
     def wait(self, names: Sequence[str] | None = None) -> None:
@@ -184,7 +185,8 @@ def _caught_up(query: StreamingQuery) -> bool:
     """An availableNow query whose last batch found nothing left to read.
 
     A query with processing-time timers always asks Spark for another (no-data) batch, so
-    availableNow alone would never end it; every other query ends by itself at this point anyway.
+    availableNow alone would never end it. Only such queries are judged by this: for others an
+    empty progress between batches could stop a catch-up early.
     """
     if not query.isActive:
         return False
@@ -216,7 +218,7 @@ def run_streams(
         catch_up = per_stream[stream.name].mode == "catch_up"
         checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
         query = start_stream(ctx, stream, per_stream[stream.name])
-        supervisor.add(stream.name, query, catch_up, checkpoint)
+        supervisor.add(stream.name, query, catch_up and stream.processing_time_timers, checkpoint)
         if catch_up:
             supervisor.wait([stream.name])
     supervisor.wait()

@@ -105,6 +105,7 @@ def stateful_definition(stream: StatefulStream) -> StreamDefinition:
         layer=stream.layer,
         watermark=stream.watermark,
         trigger=stream.trigger,
+        processing_time_timers=stream.timeout == "processing_time",
     )
 
 

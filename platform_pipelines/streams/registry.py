@@ -70,6 +70,8 @@ class StreamDefinition:
         upstream_is_topic: whether ``upstream`` is a Kafka topic (else a lakehouse table).
         watermark: the event-time watermark delay of its stateful operator, for the docs and UI.
         trigger: the default interval between micro-batches in continuous runs.
+        processing_time_timers: its state has processing-time timers, so Spark keeps scheduling
+            batches for it and a catch-up run must stop it once it has caught up.
         upstream_description: for a topic upstream, its description in the UI.
         output_descriptions: descriptions of the extra outputs (default: ``description``).
     """
@@ -83,6 +85,7 @@ class StreamDefinition:
     upstream_is_topic: bool = False
     watermark: timedelta | None = None
     trigger: timedelta = timedelta(seconds=10)
+    processing_time_timers: bool = False
     upstream_description: str = ""
     output_descriptions: dict[str, str] = field(default_factory=dict)
 

@@ -38,9 +38,14 @@ def run_catch_up(
     registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
     names = streams or ["clickstream_raw", "events", "user_sessions"]
     chosen = [registry.get(n) for n in names]
-    ctx = StreamContext(spark, lake, bootstrap, max_offsets_per_trigger=max_offsets)
+    ctx = StreamContext(spark, lake, bootstrap)
     seen: list[str] = []
-    run_streams(ctx, chosen, RunOptions(mode="catch_up"), lambda name, p: seen.append(name))
+    run_streams(
+        ctx,
+        chosen,
+        RunOptions(mode="catch_up", max_offsets_per_trigger=max_offsets),
+        lambda name, p: seen.append(name),
+    )
     return seen
 
 
