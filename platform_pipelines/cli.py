@@ -307,6 +307,12 @@ def _print_demo_summary(produced: dict[str, int], run_id: str, status: str, elap
                   f"http://127.0.0.1:3000 (run {run_id})")  # fmt: skip
 
 
+def dagster_dev_command(host: str, port: int) -> list[str]:
+    """`dagster dev` (webserver + daemon + code server) on this project's code location."""
+    return [sys.executable, "-m", "dagster", "dev", "-m", "platform_pipelines.definitions",
+            "--host", host, "--port", str(port)]  # fmt: skip
+
+
 @main.command()
 @click.option("--port", default=3000, show_default=True, help="Port of the Dagster webserver.")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -319,18 +325,7 @@ def ui(port: int, host: str) -> None:
     bootstrap, started = ensure_broker()
     env = {**os.environ, "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "DAGSTER_HOME": str(home)}
     console.print(f"Kafka at {bootstrap}; Dagster UI at http://{host}:{port} (Ctrl-C stops both)")
-    cmd = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-m",
-        "platform_pipelines.definitions",
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
+    cmd = dagster_dev_command(host, port)
     try:
         subprocess.run(cmd, env=env, cwd=REPO_ROOT, check=False)
     except KeyboardInterrupt:
