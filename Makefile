@@ -20,7 +20,7 @@ $(INSTALLED): pyproject.toml
 setup: $(INSTALLED) ## Create .venv, check Java 17+, resolve the JVM jars (once)
 	$(BIN)/platform setup
 
-demo: setup ## The main job: local Kafka, synthetic clickstream, bronze -> silver -> gold via Dagster
+demo: setup ## The main job: local Kafka, synthetic topics, every stream through Dagster, a summary
 	$(BIN)/platform demo
 
 test: setup ## The whole test suite (unit, Kafka, Spark, Dagster)
