@@ -25,7 +25,7 @@ def keyed(key: str, minute: float) -> dict:
 def test_running_count_per_key_is_upserted_exactly_once_across_runs(
     spark, kafka_broker, topic_factory, tmp_path
 ):
-    topic = topic_factory("keys")
+    topic = topic_factory("keys", partitions=1)  # offsets below are of one partition
     example = STREAMS[0]
     registry = StreamRegistry()
     declare_stream(registry, replace(example, source=replace(example.source, topic=topic)))
