@@ -1,0 +1,65 @@
+"""When to relaunch a stream whose run failed: exponential backoff, a cap, and reasons to refuse.
+
+Pure decisions over plain numbers, so the auto-restart sensor's behaviour is unit-tested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Action = Literal["restart", "wait", "give_up"]
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """Attributes:
+    max_attempts: consecutive relaunches of a failing stream before giving up.
+    base_delay_seconds: the wait before the first relaunch; doubled for each further one.
+    max_delay_seconds: the longest wait between two relaunches.
+    healthy_after_seconds: a run that ran this long before failing starts a new count (the
+        stream was healthy; this is a new incident, not the same one again).
+    """
+
+    max_attempts: int = 5
+    base_delay_seconds: float = 30.0
+    max_delay_seconds: float = 600.0
+    healthy_after_seconds: float = 600.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before relaunch number ``attempt + 1`` (``attempt`` done so far)."""
+        return float(min(self.base_delay_seconds * 2**attempt, self.max_delay_seconds))
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    attempt: int  # relaunches of this incident so far (before this decision)
+    wait_seconds: float = 0.0
+    reason: str = ""
+
+
+def decide(
+    attempt: int,
+    started_at: float,
+    ended_at: float,
+    now: float,
+    policy: RestartPolicy = RestartPolicy(),
+) -> Decision:
+    """What to do with a failed run that was relaunch number ``attempt`` of its incident
+    (0 for a run a user launched)."""
+    if ended_at - started_at >= policy.healthy_after_seconds:
+        attempt = 0
+    if attempt >= policy.max_attempts:
+        return Decision(
+            "give_up",
+            attempt,
+            reason=f"gave up after {attempt} relaunches, each of which failed "
+            f"(cap: {policy.max_attempts})",
+        )
+    wait = policy.delay(attempt) - (now - ended_at)
+    if wait > 0:
+        return Decision("wait", attempt, wait, f"relaunch {attempt + 1} in {wait:.0f} s")
+    return Decision(
+        "restart", attempt, reason=f"relaunch {attempt + 1} of at most {policy.max_attempts}"
+    )
