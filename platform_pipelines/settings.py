@@ -31,6 +31,15 @@ class PlatformSettings(BaseSettings):
     heartbeats_topic: str = "service_heartbeats"
     # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.
     stream_modules: str = "user_streams.running_count"
+    # The health layer (see README "Health"): how often the sensors look, when the deep checks run,
+    # how failed streams are relaunched, and how stale a table may get.
+    health_sensor_interval_seconds: int = 30
+    health_check_cron: str = "*/15 * * * *"
+    health_schedule_running: bool = True
+    restart_max_attempts: int = 5
+    restart_base_delay_seconds: float = 30.0
+    restart_max_delay_seconds: float = 600.0
+    freshness_max_age_seconds: float = 3600.0
 
     @cached_property
     def lakehouse_dir(self) -> Path:
@@ -40,6 +49,11 @@ class PlatformSettings(BaseSettings):
     def jars_dir(self) -> Path:
         """Resolved JVM jars (PLATFORM_JARS_DIR, else .local/jars)."""
         return self.jars_dir_override or self.local_dir / "jars"
+
+    @property
+    def progress_dir(self) -> Path:
+        """Per-stream progress records, written by running streams, read by sensors and the CLI."""
+        return self.local_dir / "progress"
 
     @property
     def broker_dir(self) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, OffsetSpec
@@ -97,13 +97,24 @@ def create_topics(
 
 def end_offsets(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
     """The next offset to be written, per partition of ``topic`` (sum = records ever written)."""
+    return end_offsets_many(bootstrap, [topic], timeout_s)[topic]
+
+
+def end_offsets_many(
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0
+) -> dict[str, dict[int, int]]:
+    """End offsets of several topics in one connection: ``{topic: {partition: next offset}}``."""
     with _admin(bootstrap, timeout_s) as admin:
-        (described,) = admin.describe_topics([topic])
-        if described["error_code"] != 0:
-            raise for_code(described["error_code"])(f"Cannot read offsets of topic {topic!r}")
-        specs = {
-            TopicPartition(topic, p["partition_index"]): OffsetSpec.LATEST
-            for p in described["partitions"]
-        }
-        offsets = admin.list_partition_offsets(specs)
-    return {tp.partition: found.offset for tp, found in sorted(offsets.items())}
+        specs = {}
+        for described in admin.describe_topics(list(topics)):
+            if described["error_code"] != 0:
+                raise for_code(described["error_code"])(
+                    f"Cannot read offsets of topic {described['name']!r}"
+                )
+            for p in described["partitions"]:
+                specs[TopicPartition(described["name"], p["partition_index"])] = OffsetSpec.LATEST
+        offsets = admin.list_partition_offsets(specs) if specs else {}
+    found: dict[str, dict[int, int]] = {topic: {} for topic in topics}
+    for tp, spec in sorted(offsets.items()):
+        found[tp.topic][tp.partition] = spec.offset
+    return found

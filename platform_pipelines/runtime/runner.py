@@ -15,11 +15,19 @@ from typing import Literal
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
+from platform_pipelines.health.checkpoint import (
+    CheckpointExpectations,
+    checkpoint_verdict,
+    inspect_checkpoint,
+)
+from platform_pipelines.health.verdict import Status
 from platform_pipelines.runtime.progress import Progress
+from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.streams.registry import StreamContext, StreamDefinition
 
 Mode = Literal["continuous", "catch_up"]
 ProgressCallback = Callable[[str, Progress], None]
+EndCallback = Callable[[str, BaseException | None], None]
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,10 @@ class RunOptions:
 
 class StreamFailedError(RuntimeError):
     """A streaming query died; the message is Spark's error, summarized."""
+
+
+class CheckpointDamagedError(RuntimeError):
+    """The stream's checkpoint is inconsistent: starting a query on it would fail or lose data."""
 
 
 class CheckpointBusyError(RuntimeError):
@@ -82,6 +94,7 @@ def start_stream(
     checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
     _lock_checkpoint(stream.name, checkpoint)
     try:
+        check_checkpoint(ctx, stream.name)
         for table, schema in stream.outputs.items():
             ctx.lakehouse.ensure_table(ctx.spark, table, schema)
         ctx = replace(ctx, max_offsets_per_trigger=options.max_offsets_per_trigger)
@@ -96,6 +109,26 @@ def start_stream(
         raise
 
 
+def check_checkpoint(ctx: StreamContext, name: str) -> None:
+    """Refuse to start on a damaged checkpoint, saying what is wrong, before Spark touches it.
+
+    Only failures refuse (two batches without commits, gaps, damaged state files, a partition or
+    provider mismatch); warnings are left to the health checks."""
+    conf = ctx.spark.conf
+    expected = CheckpointExpectations(
+        state_partitions=int(conf.get("spark.sql.shuffle.partitions") or 200),
+        min_batches_to_retain=int(conf.get("spark.sql.streaming.minBatchesToRetain") or 100),
+        state_provider=str(conf.get("spark.sql.streaming.stateStore.providerClass") or ""),
+    )
+    path = ctx.lakehouse.checkpoint(name)
+    verdict = checkpoint_verdict(inspect_checkpoint(path), expected)
+    if verdict.status is Status.FAIL:
+        raise CheckpointDamagedError(
+            f"Stream {name!r} was not started: its checkpoint {path} is damaged: "
+            f"{verdict.summary}. {verdict.remedy}".strip()
+        )
+
+
 def summarize_failure(name: str, error: BaseException) -> str:
     """Spark's error reduced to what a person needs: the stream, the error class, the first line."""
     text = str(error).strip()
@@ -106,8 +139,15 @@ def summarize_failure(name: str, error: BaseException) -> str:
 class Supervisor:
     """Watches running queries, reports each new progress once and raises when one fails."""
 
-    def __init__(self, on_progress: ProgressCallback, poll_seconds: int = 1) -> None:
+    def __init__(
+        self,
+        on_progress: ProgressCallback,
+        poll_seconds: int = 1,
+        on_end: EndCallback = lambda name, error: None,
+    ) -> None:
         self._on_progress = on_progress
+        self._on_end = on_end
+        self._ended: set[str] = set()
         self._poll = poll_seconds
         self._queries: dict[str, StreamingQuery] = {}
         self._last_batch: dict[str, int] = {}
@@ -179,6 +219,9 @@ class Supervisor:
                 active = False
             if not active:
                 _unlock_checkpoint(self._checkpoints.get(name, ""))
+                if name not in self._ended:
+                    self._ended.add(name)
+                    self._on_end(name, _query_error(query))
 
 
 def _caught_up(query: StreamingQuery) -> bool:
@@ -207,19 +250,38 @@ def run_streams(
     options: RunOptions | Mapping[str, RunOptions],
     on_progress: ProgressCallback,
     on_start: Callable[[str], None] = lambda name: None,
+    recorder: ProgressRecorder | None = None,
 ) -> Supervisor:
     """Run streams to the end. Catch-up runs them one after another, upstream first, so each
     reads its upstream's complete output; continuous starts them all and waits until stopped.
-    ``options`` applies to every stream, or maps each stream's name to its own."""
+    ``options`` applies to every stream, or maps each stream's name to its own. A ``recorder``
+    persists every query event to the progress store while the streams run."""
     per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
-    supervisor = Supervisor(on_progress)
-    for stream in streams:
-        on_start(stream.name)
-        catch_up = per_stream[stream.name].mode == "catch_up"
-        checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
-        query = start_stream(ctx, stream, per_stream[stream.name])
-        supervisor.add(stream.name, query, catch_up and stream.processing_time_timers, checkpoint)
-        if catch_up:
-            supervisor.wait([stream.name])
-    supervisor.wait()
+    on_end = recorder.record_end if recorder else lambda name, error: None
+    supervisor = Supervisor(on_progress, on_end=on_end)
+    if recorder:
+        ctx.spark.streams.addListener(recorder)
+    try:
+        for stream in streams:
+            on_start(stream.name)
+            catch_up = per_stream[stream.name].mode == "catch_up"
+            checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
+            query = start_stream(ctx, stream, per_stream[stream.name])
+            supervisor.add(stream.name, query, catch_up and stream.processing_time_timers,
+                           checkpoint)  # fmt: skip
+            if catch_up:
+                supervisor.wait([stream.name])
+        supervisor.wait()
+    finally:
+        if recorder:
+            ctx.spark.streams.removeListener(recorder)
     return supervisor
+
+
+def trigger_seconds(options: RunOptions) -> float:
+    """The trigger interval in seconds (0 for a catch-up run, which has none)."""
+    if options.mode == "catch_up":
+        return 0.0
+    number, _, unit = options.processing_time.strip().partition(" ")
+    scale = {"second": 1, "minute": 60, "hour": 3600, "millisecond": 0.001}
+    return float(number) * scale.get(unit.rstrip("s") or "second", 1)

@@ -1,0 +1,113 @@
+"""Persisting every query event of a run to the progress store, as it happens.
+
+``ProgressRecorder`` is a ``StreamingQueryListener``: Spark calls it on its listener thread after
+each micro-batch, when a trigger finds no data (idle) and when a query ends, so recording never
+runs on the query's own thread. The runner also records the end of each query itself, because a
+listener removed right after ``query.stop()`` may never see the terminated event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    StreamingQueryListener,
+)
+
+from platform_pipelines.health.records import EventKind, ProgressRecord
+from platform_pipelines.health.store import ProgressStore
+
+
+class ProgressRecorder(StreamingQueryListener):
+    """Writes a record per event of the queries named in ``trigger_seconds`` (others are ignored:
+    one SparkSession may run queries of several owners)."""
+
+    def __init__(
+        self, store: ProgressStore, run_id: str, trigger_seconds: Mapping[str, float]
+    ) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._triggers = dict(trigger_seconds)
+        self._names: dict[str, str] = {}  # query id -> stream name
+        self._ended: set[str] = set()
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._host = socket.gethostname()
+        self.failures = 0  # records that could not be written (never raised into Spark)
+
+    def record(self, stream: str, event: EventKind, **fields: object) -> None:
+        if stream not in self._triggers:
+            return
+        record = ProgressRecord(
+            ts=time.time(),
+            event=event,
+            stream=stream,
+            run_id=self._run_id,
+            trigger_seconds=self._triggers[stream],
+            pid=self._pid,
+            host=self._host,
+            **fields,  # type: ignore[arg-type]
+        )
+        try:
+            self._store.append(record)
+        except OSError:
+            self.failures += 1
+
+    def record_end(self, stream: str, error: BaseException | None = None) -> None:
+        """The query of ``stream`` ended (cleanly when ``error`` is None); recorded once."""
+        with self._lock:
+            if stream in self._ended:
+                return
+            self._ended.add(stream)
+        if error is None:
+            self.record(stream, "terminated")
+        else:
+            error_class = getattr(error, "getCondition", lambda: None)() or type(error).__name__
+            self.record(stream, "terminated", error_class=error_class, error=_first_line(error))
+
+    # StreamingQueryListener callbacks (Spark's listener thread)
+
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
+        if event.name in self._triggers:
+            self._names[str(event.id)] = event.name
+            with self._lock:
+                self._ended.discard(event.name)
+            self.record(event.name, "started")
+
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
+        name = event.progress.name
+        if name in self._triggers:
+            self.record(name, "progress", progress=json.loads(event.progress.json))
+
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
+        name = self._names.get(str(event.id))
+        if name:
+            self.record(name, "idle")
+
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
+        name = self._names.get(str(event.id))
+        if not name:
+            return
+        with self._lock:
+            if name in self._ended:
+                return
+            self._ended.add(name)
+        if event.exception:
+            self.record(name, "terminated", error_class=event.errorClassOnException or "Error",
+                        error=_first_line(event.exception))  # fmt: skip
+        else:
+            self.record(name, "terminated")
+
+
+def _first_line(error: object) -> str:
+    text = str(error).strip()
+    return next((line for line in text.splitlines() if line.strip()), text)[:500]
