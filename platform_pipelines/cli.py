@@ -1,4 +1,5 @@
-"""`platform`: set up, run the demo, start the local broker and the Dagster UI, produce events.
+"""`platform`: set up, run the demo, start the local broker and the Dagster UI, produce events,
+show every stream's health.
 
 Every command has --help. Errors print what happened and what to do; --debug adds the traceback.
 """
@@ -305,6 +306,84 @@ def _print_demo_summary(produced: dict[str, int], run_id: str, status: str, elap
     console.print(f"Tables and checkpoints: {get_settings().lakehouse_dir}")
     console.print(f"Open the Dagster UI on the same state: [bold]make ui[/], then "
                   f"http://127.0.0.1:3000 (run {run_id})")  # fmt: skip
+
+
+def _age(seconds: float | int | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _bytes(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+_HEALTH_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+
+
+@main.command()
+@click.option("--all-checks", is_flag=True, help="List every judgement, not only the unhealthy.")
+@click.option("--strict", is_flag=True, help="Exit with status 1 when any stream fails a check.")
+@friendly_errors
+def status(all_checks: bool, strict: bool) -> None:
+    """One table of every declared stream: running or not, last batch age, rows/s, Kafka lag,
+    state rows, checkpoint size and health. Reads progress records, checkpoints and the broker;
+    starts no JVM."""
+    from platform_pipelines.catalog import load_registry
+    from platform_pipelines.health.evaluate import (
+        evaluate_all,
+        run_state_from_records,
+        stream_targets,
+    )
+    from platform_pipelines.health.store import ProgressStore
+    from platform_pipelines.lakehouse.delta import Lakehouse
+
+    settings = get_settings()
+    targets = stream_targets(load_registry(), Lakehouse(settings.lakehouse_dir))
+    with console.status("Reading progress, checkpoints and the broker's offsets..."):
+        results = evaluate_all(
+            targets,
+            ProgressStore(settings.progress_dir),
+            lambda target, records: run_state_from_records(records),
+            settings.bootstrap_servers(),
+        )
+    table = Table("stream", "run", "last batch", "rows/s", "lag", "state rows", "checkpoint",
+                  "health", title="Streams")  # fmt: skip
+    for h in results:
+        obs = h.observation
+        lag = obs.get("lag_records")
+        health = h.status.value
+        table.add_row(
+            h.target.name,
+            h.run.status.replace("_", " "),
+            _age(obs.get("batch_age_seconds")),
+            f"{obs['processed_rows_per_sec']:,.1f}" if "processed_rows_per_sec" in obs else "-",
+            "-" if lag is None else f"{int(lag):,}",
+            f"{int(obs['state_rows']):,}" if "state_rows" in obs else "-",
+            _bytes(h.checkpoint.total_bytes) if h.checkpoint.exists else "-",
+            f"[{_HEALTH_STYLE[health]}]{health}[/]",
+        )
+    console.print(table)
+    for h in results:
+        for verdict in h.verdicts:
+            if all_checks or not verdict.passed:
+                style = _HEALTH_STYLE[verdict.status.value]
+                console.print(f"[{style}]{h.target.name}[/] {verdict.line()}", soft_wrap=True)
+    failing = sum(1 for h in results if h.status.value == "fail")
+    console.print(f"{len(results)} streams, {failing} failing a check "
+                  f"(progress: {settings.progress_dir})")  # fmt: skip
+    if strict and failing:
+        raise SystemExit(1)
 
 
 def dagster_dev_command(host: str, port: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""The Dagster code location: assets (lineage), stream jobs and resources."""
+"""The Dagster code location: assets (lineage), stream jobs, health checks and sensors, resources."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from platform_pipelines.defs.engagement import (
     daily_engagement_job,
     daily_engagement_schedule,
 )
+from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
 from platform_pipelines.defs.resources import (
     KafkaResource,
@@ -36,10 +37,13 @@ def build_definitions() -> dg.Definitions:
         "Runs every declared stream in one SparkSession (one JVM), upstream first in catch-up "
         "mode, all at once in continuous mode.",
     )
+    health = health_definitions(registry, {job.name: job for job in [*stream_jobs, all_job]})
     return dg.Definitions(
         assets=[*all_specs(registry, lakehouse), daily_engagement_asset],
-        jobs=[*stream_jobs, all_job, daily_engagement_job],
-        schedules=[daily_engagement_schedule],
+        asset_checks=health["asset_checks"],
+        jobs=[*stream_jobs, all_job, daily_engagement_job, *health["jobs"]],
+        schedules=[daily_engagement_schedule, *health["schedules"]],
+        sensors=health["sensors"],
         resources={
             "spark": SparkStreamingResource(master=get_settings().spark_master),
             "kafka": KafkaResource(),

@@ -16,8 +16,17 @@ from platform_pipelines.defs.resources import (
     LakehouseResource,
     SparkStreamingResource,
 )
+from platform_pipelines.health.store import ProgressStore
 from platform_pipelines.runtime.progress import Progress, describe, progress_metrics
-from platform_pipelines.runtime.runner import StreamFailedError, run_streams
+from platform_pipelines.runtime.recorder import ProgressRecorder
+from platform_pipelines.runtime.runner import (
+    CheckpointBusyError,
+    CheckpointDamagedError,
+    StreamFailedError,
+    run_streams,
+    trigger_seconds,
+)
+from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.registry import StreamContext, StreamDefinition
 
 STREAM_TAG = "platform/stream"
@@ -98,15 +107,22 @@ def make_stream_op(name: str, streams: Sequence[StreamDefinition]) -> dg.OpDefin
             kafka_bootstrap_servers=kafka.servers(),
         )
         reporter = ProgressReporter(context, chosen, config.progress_log_interval_seconds)
+        options = {s.name: config.run_options(s) for s in chosen}
+        recorder = ProgressRecorder(
+            ProgressStore(get_settings().progress_dir),
+            run_id=context.run_id,
+            trigger_seconds={name: trigger_seconds(o) for name, o in options.items()},
+        )
         try:
             run_streams(
                 ctx,
                 chosen,
-                {s.name: config.run_options(s) for s in chosen},
+                options,
                 reporter.on_progress,
                 on_start=lambda s: context.log.info(f"Starting stream {s} ({config.mode.value})"),
+                recorder=recorder,
             )
-        except StreamFailedError as error:
+        except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError) as error:
             raise dg.Failure(description=str(error)) from error
         finally:
             reporter.flush()
