@@ -175,11 +175,15 @@ class RunStates:
         if run.status in _ACTIVE:
             if process_gone(last):
                 self.dead[run.run_id] = run
-                return RunState("failed", f"run {short}'s process (pid {last.pid}) is gone")
+                return RunState("failed", f"run {short}: its process (pid {last.pid}) is gone")
             if last.event == "terminated" and not last.error_class:
                 return RunState("stopped", f"run {short} is finishing")
             return RunState("running", f"run {short} is {run.status.value.lower()}")
         if run.status is dg.DagsterRunStatus.FAILURE:
+            if last.event != "terminated" and process_gone(last):
+                return RunState(
+                    "failed", f"run {short} failed: its process (pid {last.pid}) is gone"
+                )
             why = f": {last.error_class}" if last.error_class else ""
             return RunState("failed", f"run {short} failed{why}")
         if run.status is dg.DagsterRunStatus.CANCELED:

@@ -82,6 +82,27 @@ def test_every_stream_has_its_own_job_and_all_streams_share_one():
     assert "dagster/max_runtime" not in defs.resolve_job_def(ALL_STREAMS_JOB).tags
 
 
+def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_schedule_exist():
+    graph = defs.resolve_asset_graph()
+    checks: dict[str, set[str]] = {}
+    for key in graph.asset_check_keys:
+        checks.setdefault(key.asset_key.to_user_string(), set()).add(key.name)
+    per_stream = {"liveness", "falling_behind", "state_growth", "late_data", "checkpoint",
+                  "auto_restart", "freshness", "state_metadata"}  # fmt: skip
+    for stream in load_registry():
+        assert checks[stream.name] >= per_stream, stream.name
+    assert "no_duplicate_event_id" in checks["events"]
+    assert "sessions_valid" in checks["user_sessions"]
+    assert "alerts_well_formed" in checks["security_alerts"]
+    sensors = {s.name: s for s in defs.sensors or []}
+    assert set(sensors) == {"stream_health_sensor", "stream_auto_restart"}
+    assert all(s.description for s in sensors.values())
+    assert sensors["stream_health_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
+    (schedule,) = [s for s in defs.schedules or [] if s.name == "stream_health_check_schedule"]
+    assert schedule.cron_schedule == "*/15 * * * *"
+    assert defs.resolve_job_def("stream_health_check").description
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [

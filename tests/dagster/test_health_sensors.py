@@ -1,0 +1,142 @@
+"""The health sensors in the real daemon: a killed stream is flagged not live and relaunched;
+a damaged checkpoint stops the relaunch with a failed check that says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+from dagster import DagsterRunStatus
+
+from platform_pipelines.defs.health import RESTART_OF_TAG, restart_tick
+from platform_pipelines.health.restart import RestartPolicy
+from platform_pipelines.health.store import ProgressStore
+from platform_pipelines.kafka.admin import create_topics
+from platform_pipelines.kafka.heartbeats import heartbeat
+from platform_pipelines.kafka.producer import produce_events
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.settings import REPO_ROOT
+from platform_pipelines.streams.builtin import builtin_streams
+from tests.dagster.test_stream_jobs import run_status, wait_for
+
+STREAM = "service_heartbeats_raw"
+JOB = f"stream_{STREAM}"
+
+
+def latest_check(instance: dg.DagsterInstance, asset: str, check: str):
+    """The newest evaluation of a check (None before the first)."""
+    key = dg.AssetCheckKey(dg.AssetKey(asset), check)
+    found = instance.event_log_storage.get_latest_asset_check_execution_by_key([key]).get(key)
+    if found is None or found.event is None or found.event.dagster_event is None:
+        return None
+    return found.event.dagster_event.event_specific_data
+
+
+def restarts_of(instance: dg.DagsterInstance, run_id: str) -> list[dg.DagsterRun]:
+    return list(instance.get_runs(filters=dg.RunsFilter(tags={RESTART_OF_TAG: run_id})))
+
+
+@pytest.mark.dagster
+@pytest.mark.kafka
+def test_a_killed_stream_is_flagged_not_live_and_relaunched(kafka_broker, dagster_ui):
+    create_topics(kafka_broker, {"service_heartbeats": 1})
+    produce_events(
+        kafka_broker,
+        "service_heartbeats",
+        [heartbeat("api", datetime.now(UTC))],
+        key_field="service",
+    )
+    instance = dg.DagsterInstance.from_config(str(dagster_ui.home))
+    store = ProgressStore(dagster_ui.local_dir / "progress")
+    config = {"mode": "continuous", "trigger_interval_seconds": 2}
+    run_id = dagster_ui.client.submit_job_execution(
+        JOB, run_config={"ops": {f"run_{JOB}": {"config": config}}}
+    )
+
+    def progress_of(run: str):
+        return [r for r in store.recent(STREAM, 50) if r.run_id == run and r.event == "progress"]
+
+    first = wait_for(lambda: progress_of(run_id), 300, "the stream's first recorded batch")[-1]
+    live = wait_for(lambda: latest_check(instance, STREAM, "liveness"), 60, "a liveness result")
+    assert live.passed, live.description
+
+    os.kill(first.pid, signal.SIGKILL)  # the run's process dies without a word to Dagster
+
+    def not_live():
+        result = latest_check(instance, STREAM, "liveness")
+        return result is not None and not result.passed and result
+
+    flagged = wait_for(not_live, 60, "the health sensor to flag the stream not live")
+    assert "is gone" in flagged.description
+    assert run_status(dagster_ui, run_id) == DagsterRunStatus.FAILURE
+
+    relaunched = wait_for(lambda: restarts_of(instance, run_id), 90, "the relaunch")[0]
+    assert relaunched.tags["platform/restart_attempt"] == "1"
+    assert relaunched.run_config == instance.get_run_by_id(run_id).run_config
+    produce_events(kafka_broker, "service_heartbeats", [heartbeat("api", datetime.now(UTC))],
+                   key_field="service")  # fmt: skip
+    wait_for(lambda: progress_of(relaunched.run_id), 300, "the relaunched stream's progress")
+    restart_check = latest_check(instance, STREAM, "auto_restart")
+    assert restart_check is not None and "relaunched" in restart_check.description
+
+    dagster_ui.client.terminate_run(relaunched.run_id)  # a user's cancel is never relaunched
+    wait_for(lambda: run_status(dagster_ui, relaunched.run_id) == DagsterRunStatus.CANCELED, 180,
+             "the relaunched run to be cancelled")  # fmt: skip
+    time.sleep(12)  # two sensor intervals
+    assert restarts_of(instance, relaunched.run_id) == []
+
+
+@pytest.mark.dagster
+def test_a_damaged_checkpoint_stops_the_relaunch_with_a_failed_check(tmp_path):
+    """Pure Dagster: a failed run in a throwaway instance, a checkpoint with two uncommitted
+    batches, and the restart sensor's decision (no JVM, no broker)."""
+    lake = Lakehouse(tmp_path / "lake")
+    ckpt = lake.checkpoint("clickstream_raw")
+    shutil.copytree("tests/unit/data/checkpoints/clickstream_raw", ckpt)
+    offsets = sorted(int(p.name) for p in (ckpt / "offsets").iterdir() if p.name.isdigit())
+    commits = sorted(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
+    for extra in range(max(offsets) + 1, max(commits) + 3):
+        shutil.copy(ckpt / "offsets" / str(max(offsets)), ckpt / "offsets" / str(extra))
+    stream = builtin_streams().get("clickstream_raw")
+    job = dg.define_asset_job("stream_clickstream_raw")  # only its name matters here
+    with dg.instance_for_test() as instance:
+        run = instance.create_run_for_job(
+            dg.Definitions(jobs=[job]).resolve_job_def("stream_clickstream_raw"),
+            run_config={},
+        )
+        instance.report_run_failed(run, "the query died")
+
+        requests, checks, cursor = restart_tick(
+            instance, {"stream_clickstream_raw": [stream]}, lake,
+            RestartPolicy(base_delay_seconds=0), None,
+        )  # fmt: skip
+
+    assert requests == []
+    (check,) = checks
+    assert (check.check_name, check.passed) == ("auto_restart", False)
+    assert "not relaunched: the checkpoint of clickstream_raw is damaged" in check.description
+    assert "have offsets but no commit" in check.description
+    assert json.loads(cursor) == {run.run_id: "refused"}
+
+
+@pytest.mark.dagster
+def test_the_health_sensor_evaluation_starts_no_jvm():
+    """The benchmark script runs the sensor's evaluation over a small fleet in a fresh process
+    and reports whether a JVM (pyspark gateway or java child) was started."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_health_sensor.py", "--streams", "3", "--repeat", "1",
+         "--no-save"],
+        capture_output=True, text=True, check=True, cwd=REPO_ROOT,
+    )  # fmt: skip
+    result = json.loads(done.stdout.split("RESULT ")[-1])
+    assert result["jvm_started"] is False
+    assert result["health"] == {"pass": 3}
+    assert result["events_per_tick"] == 3 * 6  # five check results and one observation each
