@@ -29,7 +29,7 @@ class SparkStreamingResource(dg.ConfigurableResource):
         default=4,
         description=(
             "spark.sql.shuffle.partitions. Fixed into each checkpoint when it is created: "
-            "changing it later breaks restarts of existing streams."
+            "existing streams keep their count on restart; a new value applies to new checkpoints."
         ),
     )
     min_batches_to_retain: int = Field(default=20, description="Checkpoint versions kept.")

@@ -28,7 +28,8 @@ class SparkOptions:
             (``spark://host:7077``, ``yarn``, ``k8s://...``) runs on a cluster.
         app_name: shown in the Spark UI and in the cluster's application list.
         state_partitions: ``spark.sql.shuffle.partitions``. It is frozen into every checkpoint
-            when the checkpoint is created: changing it later breaks restarts of that stream.
+            when the checkpoint is created: Spark restores that count on restart, so a new value
+            applies only to new checkpoints (the `checkpoint` health check reports the difference).
         min_batches_to_retain: checkpoint versions (and state snapshots) kept for recovery.
         driver_memory: JVM heap of the driver (local mode: of the whole engine).
         ui_enabled: the Spark web UI on :4040; off in tests.
