@@ -140,3 +140,39 @@ def test_the_health_sensor_evaluation_starts_no_jvm():
     assert result["jvm_started"] is False
     assert result["health"] == {"pass": 3}
     assert result["events_per_tick"] == 3 * 6  # five check results and one observation each
+
+
+@pytest.mark.dagster
+def test_the_restart_sensor_gives_up_after_the_cap_with_a_failed_check(tmp_path):
+    lake = Lakehouse(tmp_path / "lake")
+    stream = builtin_streams().get("clickstream_raw")
+    job = dg.define_asset_job("stream_clickstream_raw")
+    policy = RestartPolicy(max_attempts=2, base_delay_seconds=0)
+    with dg.instance_for_test() as instance:
+        job_def = dg.Definitions(jobs=[job]).resolve_job_def("stream_clickstream_raw")
+        run = instance.create_run_for_job(
+            job_def, run_config={}, tags={"platform/restart_attempt": "2"}
+        )
+        instance.report_run_failed(run, "the query died again")
+        requests, checks, cursor = restart_tick(
+            instance, {"stream_clickstream_raw": [stream]}, lake, policy, None
+        )
+        assert requests == []
+        (check,) = checks
+        assert (check.check_name, check.passed) == ("auto_restart", False)
+        assert "gave up after 2 relaunches" in check.description
+        assert json.loads(cursor) == {run.run_id: "gave up"}
+        # The decision is made once per failed run: the next tick stays quiet.
+        assert restart_tick(instance, {"stream_clickstream_raw": [stream]}, lake, policy,
+                            cursor)[:2] == ([], [])  # fmt: skip
+
+        healthy = instance.create_run_for_job(job_def, run_config={"ops": {}})
+        instance.report_run_failed(healthy, "first failure")
+        requests, checks, _ = restart_tick(
+            instance, {"stream_clickstream_raw": [stream]}, lake, policy, cursor
+        )
+        (request,) = requests
+        assert request.tags == {"platform/restart_attempt": "1",
+                                "platform/restart_of": healthy.run_id}  # fmt: skip
+        assert request.run_config == {"ops": {}}
+        assert "relaunched" in checks[0].description
