@@ -318,9 +318,8 @@ def check_row_status(page: Page, check_name: str) -> str:
     text = row.inner_text().strip().splitlines()[-1].strip()  # name (twice), then status
     if icon == "warning_outline":  # a failed check of severity WARN; its text says "Failed"
         return "Warning"
-    text = (
-        text.capitalize()
-    )  # CSS capitalizes it ("Not Evaluated"); the source says "Not evaluated"
+    # CSS capitalizes it ("Not Evaluated"); the source says "Not evaluated".
+    text = text.capitalize()
     return "Passed" if text == "Succeeded" else text
 
 
