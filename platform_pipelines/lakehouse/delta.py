@@ -6,12 +6,17 @@ Dagster asset key and the Spark query name are all ``<name>``.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 
@@ -28,11 +33,40 @@ class Lakehouse:
         return self.root / "checkpoints" / name
 
     def ensure_table(self, spark: SparkSession, name: str, schema: StructType) -> Path:
-        """Create an empty Delta table if there is none, so downstream streams can start first."""
+        """Create an empty Delta table if there is none, so downstream streams can start first.
+
+        A table exists once its first commit does. A folder without one is what a process killed
+        during its first start leaves behind (data files or ``_delta_log/_staged_commits`` but no
+        commit): nothing in it was ever committed, so it is removed and the table created anew.
+        Creation holds a lock, so two processes creating a shared table never see each other's
+        half-made folder.
+        """
         path = self.table(name)
-        if not (path / "_delta_log").exists():
-            spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(str(path))
+        if has_commit(path):
+            return path
+        with self._creating():
+            if not has_commit(path):
+                if path.exists():
+                    shutil.rmtree(path)
+                spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(
+                    str(path)
+                )
         return path
+
+    @contextmanager
+    def _creating(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / ".create.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+
+def has_commit(table: Path) -> bool:
+    """Whether ``table`` is a Delta table: its log holds a commit or a checkpoint."""
+    log = table / "_delta_log"
+    return log.is_dir() and any(
+        p.name.endswith(".json") or p.name.endswith(".checkpoint.parquet") for p in log.iterdir()
+    )
 
 
 def checkpoint_query_id(checkpoint: Path) -> str:
@@ -49,22 +83,23 @@ def checkpoint_query_id(checkpoint: Path) -> str:
     return str(json.loads(meta.read_text().splitlines()[0])["id"])
 
 
-def append_exactly_once(df: DataFrame, path: Path, app_id: str, batch_id: int) -> None:
+def append_exactly_once(
+    df: DataFrame, path: Path, app_id: str, batch_id: int, *, merge_schema: bool = False
+) -> None:
     """Append one micro-batch to a Delta table; a replay of the same batch id writes nothing.
 
     Delta records (txnAppId, txnVersion) in the commit and skips a write whose version it has seen.
+    ``merge_schema`` lets a platform table gain the columns a newer version added.
     """
-    (
-        df.write.format("delta")
-        .mode("append")
-        .option("txnAppId", app_id)
-        .option("txnVersion", batch_id)
-        .save(str(path))
-    )
+    writer = df.write.format("delta").mode("append")
+    if merge_schema:
+        writer = writer.option("mergeSchema", "true")
+    writer.option("txnAppId", app_id).option("txnVersion", batch_id).save(str(path))
 
 
 def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_id: int) -> None:
-    """MERGE one micro-batch into a Delta table by ``key`` (the latest row per key wins).
+    """MERGE one micro-batch into a Delta table by ``key``; of several rows of one key in the
+    batch, the last one emitted wins (``df``'s partition order, which is emission order).
 
     For MERGE, Delta reads the idempotency pair from the session settings of the same names; they
     are set for this one statement and cleared afterwards.
@@ -72,7 +107,13 @@ def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_
     from delta.tables import DeltaTable
 
     spark = df.sparkSession
-    latest = df.dropDuplicates([key])  # an update-mode batch has one row per key; be safe
+    order = Window.partitionBy(key).orderBy(F.desc("_emitted"))
+    latest = (
+        df.withColumn("_emitted", F.monotonically_increasing_id())
+        .withColumn("_n", F.row_number().over(order))
+        .where("_n = 1")
+        .drop("_emitted", "_n")
+    )
     spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from platform_pipelines.health.verdict import Verdict, failed, passed, warned
+from platform_pipelines.core.verdict import Verdict, failed, passed, warned
 
 
 def _table(spark: SparkSession, path: Path) -> DataFrame | None:

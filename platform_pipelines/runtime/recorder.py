@@ -23,8 +23,8 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 
-from platform_pipelines.health.records import EventKind, ProgressRecord
-from platform_pipelines.health.store import ProgressStore
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.records import EventKind, ProgressRecord
 
 
 class ProgressRecorder(StreamingQueryListener):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MS: Final = timedelta(milliseconds=1)
+from platform_pipelines.core.times import from_ms, to_ms
+
+__all__ = ["Clock", "Event", "KeyedLogic", "SeedableLogic", "State", "Step", "from_ms", "to_ms"]
 
 State = dict[str, Any]
 Event = Mapping[str, Any]
@@ -59,15 +59,3 @@ class SeedableLogic(KeyedLogic, Protocol):
     def initial_state(self, key: str, row: Mapping[str, Any]) -> State | None:
         """The state of ``key`` from a row of the stream's initial-state table."""
         ...
-
-
-def to_ms(at: datetime) -> int:
-    """Epoch milliseconds of a timezone-aware datetime, exact (no float rounding)."""
-    if at.tzinfo is None:
-        raise ValueError(f"timestamp {at} has no timezone: the adapter must pass UTC datetimes")
-    return (at - _EPOCH) // _MS
-
-
-def from_ms(ms: int) -> datetime:
-    """The UTC datetime of epoch milliseconds (state keeps times as ints: JSON-able)."""
-    return _EPOCH + int(ms) * _MS

@@ -1,35 +1,34 @@
-"""Sessionization as a pure state machine: per user, sessions cut by gap, logout or timeout.
+"""Sessionization as a pure state machine: per user, sessions cut by inactivity or a logout.
 
 The Spark adapters (``platform_pipelines.streams.sessions``) only convert rows and call these
-functions; every decision about sessions is made here, so a unit test can drive it with events
-and a clock.
+functions; every decision about sessions is made here, so a unit test drives it with events and
+a watermark.
 
-Rules, per user:
+Sessions are a function of the user's events, whatever order and batches they arrive in:
 
-- A batch's events are sorted by ``(event_time_ms, event_id)``; their arrival order is irrelevant.
-- Two consecutive events more than ``gap_ms`` apart belong to different sessions: the earlier
-  session closes with reason ``"gap"``. Exactly ``gap_ms`` apart still continues the session.
-- A ``logout`` event belongs to the session it closes (reason ``"logout"``); the next event starts
-  a new session.
-- With no more events, the session closes with reason ``"timeout"`` once the watermark reaches
-  ``timer_for(state)`` (last event + gap).
-- A late event (older than the open session's last event) is folded into the open session; the
-  start moves earlier if needed. A late ``logout`` closes the open session as a whole.
-- A late event older than the open session's start by more than ``gap_ms`` cannot belong to it:
-  it forms its own session (together with any other such late events within ``gap_ms`` of it),
-  which is closed at once with reason ``"gap"``, because the next known event is more than
-  ``gap_ms`` later. If an even later event would have bridged the two, they stay two sessions:
-  closed sessions are final (append mode).
+- Events are taken in ``(event_time_ms, event_id)`` order. Two consecutive events more than
+  ``gap_ms`` apart belong to different sessions; exactly ``gap_ms`` apart still continue one.
+- A ``logout`` belongs to the session it ends; the next event starts a new session.
+- An accepted event is held (``UserState.pending``) until the watermark reaches its event time,
+  then released into the sessions in order. Every later event is after the watermark (an event at
+  or before it is late, and the stream puts it into ``late_events`` instead), so the released
+  events are complete up to the watermark and a session is never cut or closed too early.
+- A session closes when its logout is released (reason ``logout``), or once the watermark reaches
+  its last event + ``gap_ms``, whether a later event or only the watermark showed the silence
+  (reason ``timeout``). Closed sessions are final (append mode) and never overlap.
+
+So a session is emitted about one watermark delay after its last event: the price of results that
+do not depend on arrival order.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Iterable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Final, Literal, cast
 
-CloseReason = Literal["gap", "logout", "timeout"]
+CloseReason = Literal["logout", "timeout"]
 
 LOGOUT: Final = "logout"
 CHECKOUT: Final = "checkout"
@@ -49,14 +48,15 @@ class SessionConfig:
     max_pages: int = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class SessionEvent:
-    """One clickstream event of a user, with its event time in epoch milliseconds."""
+    """One clickstream event of a user, with its event time in epoch milliseconds. Events order
+    by time, then id."""
 
-    user_id: str
-    event_id: str
-    event_type: str
     event_time_ms: int
+    event_id: str
+    user_id: str
+    event_type: str
     page: str | None = None
     amount: float | None = None
 
@@ -65,8 +65,7 @@ class SessionEvent:
 class SessionState:
     """The open session of one user: flat fields, so it maps onto one Spark state row.
 
-    ``pages`` are the last visited pages, oldest first; ``page_times_ms`` holds their event times
-    so that a late event's page lands in its place.
+    ``pages`` are the last visited pages, oldest first; ``page_times_ms`` their event times.
     """
 
     user_id: str
@@ -78,6 +77,19 @@ class SessionState:
     reached_checkout: bool
     purchased: bool
     revenue: float
+
+
+@dataclass(frozen=True)
+class UserState:
+    """Everything kept for one user: the open session of the released events (None when there is
+    none) and the accepted events the watermark has not reached yet, in order."""
+
+    open: SessionState | None = None
+    pending: tuple[SessionEvent, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.open is None and not self.pending
 
 
 @dataclass(frozen=True)
@@ -97,80 +109,52 @@ class ClosedSession:
     close_reason: CloseReason
 
 
-def on_events(
-    state: SessionState | None,
-    events: Iterable[SessionEvent],
-    cfg: SessionConfig,
-    watermark_ms: int | None = None,
-) -> tuple[SessionState | None, list[ClosedSession]]:
-    """Fold one batch of a user's events into the open session.
+Result = tuple[UserState | None, list[ClosedSession]]
 
-    Args:
-        state: the user's open session, or None.
-        events: the user's new events, in any order.
-        cfg: gap and page limit.
-        watermark_ms: the current event-time watermark, if known. An open session whose timer is
-            already at or behind it closes as ``"timeout"`` now, since its timer could not fire.
+
+def on_events(
+    state: UserState | None, events: Iterable[SessionEvent], cfg: SessionConfig, watermark_ms: int
+) -> Result:
+    """Hold a batch's events (any order) and release whatever the watermark has reached.
 
     Returns:
-        The open session afterwards (None when every session closed) and the sessions that
-        closed, oldest first.
+        The user's state afterwards (None when nothing is left) and the sessions that closed,
+        oldest first.
 
     Example:
         >>> cfg = SessionConfig(gap_ms=1000)
-        >>> state, closed = on_events(None, [SessionEvent("u", "e1", "logout", 5)], cfg)
-        >>> state, closed[0].session_id, closed[0].close_reason
-        (None, 'u-5', 'logout')
+        >>> held, closed = on_events(None, [SessionEvent(5, "e1", "u", "logout")], cfg, 0)
+        >>> held.pending[0].event_id, closed
+        ('e1', [])
+        >>> advance(held, cfg, watermark_ms=5)[1][0].close_reason
+        'logout'
     """
-    ordered = sorted(events, key=lambda e: (e.event_time_ms, e.event_id))
-    if state is None:
-        current, closed = _sweep(None, ordered, cfg)
-    else:
-        before = [e for e in ordered if e.event_time_ms < state.session_start_ms]
-        current, closed = _sweep(None, before, cfg)
-        if current is not None and state.session_start_ms - current.last_event_ms <= cfg.gap_ms:
-            current = _merge(current, state, cfg)
-        else:
-            closed += [] if current is None else [_close(current, "gap")]
-            current = state
-        current, more = _sweep(current, ordered[len(before) :], cfg)
-        closed += more
-    if current is not None and watermark_ms is not None and timer_for(current, cfg) <= watermark_ms:
-        return None, [*closed, on_timeout(current, cfg)]
-    return current, closed
+    state = state or UserState()
+    pending = list(state.pending)
+    for event in events:
+        insort(pending, event)
+    return advance(replace(state, pending=tuple(pending)), cfg, watermark_ms)
 
 
-def on_timeout(state: SessionState, cfg: SessionConfig) -> ClosedSession:
-    """Close ``state`` because the watermark passed its timer; the caller then removes the state."""
-    return _close(state, "timeout")
+def advance(state: UserState, cfg: SessionConfig, watermark_ms: int) -> Result:
+    """Release the held events at or before the watermark, in order, and close the sessions the
+    watermark has finished (called for a batch's events and when the user's timer fires)."""
+    cut = bisect_right([e.event_time_ms for e in state.pending], watermark_ms)
+    current, closed = _sweep(state.open, state.pending[:cut], cfg)
+    if current is not None and current.last_event_ms + cfg.gap_ms <= watermark_ms:
+        closed.append(_close(current, "timeout"))
+        current = None
+    after = UserState(current, state.pending[cut:])
+    return (None if after.empty else after), closed
 
 
-def timer_for(state: SessionState, cfg: SessionConfig) -> int:
-    """The event time (epoch ms) at which ``state`` times out: last event + gap."""
-    return state.last_event_ms + cfg.gap_ms
-
-
-def state_to_tuple(state: SessionState) -> tuple[object, ...]:
-    """``state`` as a flat row, fields in declaration order, lists for the array fields."""
-    row = astuple(state)
-    return (*row[:4], list(state.pages), list(state.page_times_ms), *row[6:])
-
-
-def state_from_tuple(row: Sequence[object]) -> SessionState:
-    """The inverse of ``state_to_tuple``; accepts any sequences for the array fields."""
-    pages = cast(Iterable[str], row[4])
-    times = cast(Iterable[int], row[5])
-    return SessionState(
-        user_id=str(row[0]),
-        session_start_ms=int(cast(int, row[1])),
-        last_event_ms=int(cast(int, row[2])),
-        event_count=int(cast(int, row[3])),
-        pages=tuple(str(p) for p in pages),
-        page_times_ms=tuple(int(t) for t in times),
-        reached_checkout=bool(row[6]),
-        purchased=bool(row[7]),
-        revenue=float(cast(float, row[8])),
-    )
+def timer_for(state: UserState, cfg: SessionConfig) -> int | None:
+    """The event time (epoch ms) at which the user needs attention: the first held event's time
+    or the open session's last event + gap, whichever comes first."""
+    times = [e.event_time_ms for e in state.pending[:1]]
+    if state.open is not None:
+        times.append(state.open.last_event_ms + cfg.gap_ms)
+    return min(times, default=None)
 
 
 def _sweep(
@@ -183,7 +167,7 @@ def _sweep(
         if current is None:
             current = single
         elif event.event_time_ms - current.last_event_ms > cfg.gap_ms:
-            closed.append(_close(current, "gap"))
+            closed.append(_close(current, "timeout"))
             current = single
         else:
             current = _merge(current, single, cfg)
@@ -210,16 +194,12 @@ def _from_event(event: SessionEvent) -> SessionState:
 
 
 def _merge(a: SessionState, b: SessionState, cfg: SessionConfig) -> SessionState:
-    """One session holding the events of ``a`` and ``b``; on equal times ``a``'s pages go first."""
-    pages, times = list(a.pages), list(a.page_times_ms)
-    for page, at in zip(b.pages, b.page_times_ms, strict=True):
-        slot = bisect_right(times, at)
-        pages.insert(slot, page)
-        times.insert(slot, at)
+    """``a`` followed by ``b`` (``b`` is not earlier): pages append, the last ``max_pages`` kept."""
+    pages, times = [*a.pages, *b.pages], [*a.page_times_ms, *b.page_times_ms]
     keep = slice(max(0, len(pages) - cfg.max_pages), None)
     return SessionState(
         user_id=a.user_id,
-        session_start_ms=min(a.session_start_ms, b.session_start_ms),
+        session_start_ms=a.session_start_ms,
         last_event_ms=max(a.last_event_ms, b.last_event_ms),
         event_count=a.event_count + b.event_count,
         pages=tuple(pages[keep]),
@@ -244,4 +224,48 @@ def _close(state: SessionState, reason: CloseReason) -> ClosedSession:
         purchased=state.purchased,
         revenue=state.revenue,
         close_reason=reason,
+    )
+
+
+# ---- flat rows for the Spark state stores ----------------------------------------------------
+
+
+def session_to_tuple(state: SessionState) -> tuple[object, ...]:
+    """``state`` as a flat row, fields in declaration order, lists for the array fields."""
+    row = astuple(state)
+    return (*row[:4], list(state.pages), list(state.page_times_ms), *row[6:])
+
+
+def session_from_tuple(row: Sequence[object]) -> SessionState:
+    """The inverse of ``session_to_tuple``; accepts any sequences for the array fields."""
+    pages = cast(Iterable[str], row[4])
+    times = cast(Iterable[int], row[5])
+    return SessionState(
+        user_id=str(row[0]),
+        session_start_ms=int(cast(int, row[1])),
+        last_event_ms=int(cast(int, row[2])),
+        event_count=int(cast(int, row[3])),
+        pages=tuple(str(p) for p in pages),
+        page_times_ms=tuple(int(t) for t in times),
+        reached_checkout=bool(row[6]),
+        purchased=bool(row[7]),
+        revenue=float(cast(float, row[8])),
+    )
+
+
+def event_to_tuple(event: SessionEvent) -> tuple[object, ...]:
+    """A held event as a flat row: ``(event_time_ms, event_id, event_type, page, amount)``."""
+    return (event.event_time_ms, event.event_id, event.event_type, event.page, event.amount)
+
+
+def event_from_tuple(user_id: str, row: Sequence[object]) -> SessionEvent:
+    """The inverse of ``event_to_tuple`` for the user ``user_id``."""
+    amount = row[4]
+    return SessionEvent(
+        event_time_ms=int(cast(int, row[0])),
+        event_id=str(row[1]),
+        user_id=user_id,
+        event_type=str(row[2]),
+        page=None if row[3] is None else str(row[3]),
+        amount=None if amount is None else float(cast(float, amount)),
     )

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
+from platform_pipelines.core.times import MS
 from platform_pipelines.events import (
     CLICKSTREAM_FIELDS,
     CLICKSTREAM_REQUIRED,
@@ -23,18 +24,16 @@ from platform_pipelines.events import (
 )
 from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig, FailedLoginAlerts
 from platform_pipelines.state.status import STATUS_FIELDS, ServiceStatus, StatusConfig
-from platform_pipelines.streams.compile import declare_stream
 from platform_pipelines.streams.declare import (
     InitialState,
     KafkaSource,
     StatefulStream,
     TableSource,
 )
-from platform_pipelines.streams.registry import StreamRegistry
+from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from platform_pipelines.streams.schemas import EVENTS, fields_of
 from platform_pipelines.streams.sessions import SESSION_SCHEMA, sessionize
-
-_MS = timedelta(milliseconds=1)
+from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ def clickstream_source(topic: str) -> KafkaSource:
         schema=CLICKSTREAM_FIELDS,
         required=CLICKSTREAM_REQUIRED,
         allowed_values={"event_type": EVENT_TYPES},
+        expectations={"amount_in_range": "amount IS NULL OR (amount >= 0 AND amount <= 1000000)"},
         raw_table="clickstream_raw",
         description=(
             "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, page, "
@@ -78,7 +78,8 @@ def heartbeats_source(topic: str) -> KafkaSource:
 
 def deduplicate(events: DataFrame) -> DataFrame:
     """One row per event_id; the watermark bounds how long an id is remembered."""
-    return events.select(*EVENTS.fieldNames()).dropDuplicatesWithinWatermark(["event_id"])
+    columns = [*EVENTS.fieldNames(), WATERMARK_COLUMN]
+    return events.select(*columns).dropDuplicatesWithinWatermark(["event_id"])
 
 
 def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStream]:
@@ -117,7 +118,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             source=TableSource("events"),
             key="user_id",
             logic=FailedLoginAlerts(
-                AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // _MS)
+                AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
             ),
             output_schema=ALERT_FIELDS,
             watermark=cfg.session_watermark,
@@ -130,7 +131,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             "its first heartbeat after that. A new checkpoint starts from the table's last status.",
             source=heartbeats_source(cfg.heartbeats_topic),
             key="service",
-            logic=ServiceStatus(StatusConfig(stale_after_ms=cfg.stale_after // _MS)),
+            logic=ServiceStatus(StatusConfig(stale_after_ms=cfg.stale_after // MS)),
             output_schema=STATUS_FIELDS,
             timeout="processing_time",
             initial_state=InitialState(

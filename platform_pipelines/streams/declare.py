@@ -1,11 +1,12 @@
-"""Declaring a stream: the one place a user describes a stateful stream.
+"""Declaring a stream: the one object that describes a stream, from its declaration to the sensor.
 
-A ``StatefulStream`` names its source (a Kafka topic with a schema, or another stream's table), the
-key, the logic (plain-Python ``KeyedLogic``, or a Spark ``transform`` for native operators), the
-output schema and mode, the watermark, the timeout and the sink table. ``StreamRegistry.declare``
-validates it against what is already declared, refusing with every problem and its fix, and turns
-it into ``StreamDefinition``s: a bronze ingest stream for a Kafka source (parse + quarantine), then
-the stateful stream. The Dagster job, asset and lineage follow from the definition.
+A user declares a ``StatefulStream``: its source (a Kafka topic with a schema, or another stream's
+table), the key, the logic (plain-Python ``KeyedLogic``, or a Spark ``transform`` for native
+operators), the output schema and mode, the watermark, the timeout and the sink table. A Kafka
+source also gets an ``IngestStream`` (bronze: parse, validate, quarantine), declared for it by the
+platform. Both satisfy ``Stream``: the registry, the runner, the Dagster definitions, the health
+layer and the CLI all work with these objects, and ``asset_key`` is the one rule for a stream's
+asset.
 
 Example (the running count shipped in ``user_streams/running_count.py``)::
 
@@ -19,7 +20,6 @@ Example (the running count shipped in ``user_streams/running_count.py``)::
         output_schema={"key": "string", "count": "long", "last_seen": "timestamp"},
         output_mode="update",
         watermark=timedelta(minutes=10),
-        timeout="event_time",
     )
 """
 
@@ -29,26 +29,97 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal
+from typing import Literal, Protocol
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
+from platform_pipelines.lakehouse.tables import (
+    KAFKA_POSITION,
+    LATE_EVENTS,
+    LATE_TABLE,
+    QUARANTINE,
+    QUARANTINE_TABLE,
+)
 from platform_pipelines.state.keyed import KeyedLogic
+from platform_pipelines.streams.schemas import struct_of
 
 FieldTypes = Mapping[str, str]
 Timeout = Literal["event_time", "processing_time"]
 
 
+class Stream(Protocol):
+    """What every part of the platform knows about a stream (both kinds below satisfy it)."""
+
+    @property
+    def name(self) -> str: ...  # query, checkpoint, progress file and (by default) table
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def layer(self) -> str: ...  # bronze, silver, gold: the Dagster asset group
+
+    @property
+    def table(self) -> str: ...  # the main output table: the stream's asset
+
+    @property
+    def outputs(self) -> dict[str, StructType]: ...  # every table written, main table first
+
+    @property
+    def upstream(self) -> str: ...  # the asset read: a Kafka topic or a table
+
+    @property
+    def topic(self) -> str | None: ...  # the Kafka topic read, if any
+
+    @property
+    def watermark(self) -> timedelta | None: ...
+
+    @property
+    def trigger(self) -> timedelta: ...
+
+    @property
+    def processing_time_timers(self) -> bool: ...
+
+
+def asset_key(stream: Stream) -> str:
+    """The asset of a stream: its main table. Checks, plots and lineage all hang on it."""
+    return stream.table
+
+
 @dataclass(frozen=True)
 class KafkaSource:
-    """A Kafka topic of JSON records. It gets a bronze stream writing ``table`` (``<topic>_raw``);
-    records that do not parse, lack a ``required`` field or have a value outside ``allowed_values``
-    go to the ``quarantine`` table with the reason."""
+    """A Kafka topic of JSON objects, and what a record must satisfy to enter the platform.
+
+    Records that fail any rule go to the ``quarantine`` table with every reason, the original
+    bytes and their Kafka position; nothing is dropped.
+
+    Attributes:
+        topic: the Kafka topic.
+        schema: ``{field: type}`` of the JSON object (types as in ``output_schema``). A value of
+            another JSON type (an object where a string is expected, a number in a timestamp) is
+            a reason.
+        required: fields that must be present, non-null and, for strings, non-empty.
+        allowed_values: ``{field: (value, ...)}``: anything else is a reason.
+        expectations: ``{name: SQL condition}`` over the typed fields that must hold, as Delta
+            Live Tables' expectations (``{"amount_not_negative": "amount IS NULL OR amount >= 0"}``).
+        event_time: the timestamp field checked against ``max_future`` (None: no check).
+        max_future: how far ahead of the processing clock an event time may be (default 1 hour):
+            one far-future event would otherwise move the watermark past every real event.
+        max_record_bytes: larger records are quarantined with their first bytes and size
+            (default 256 KiB).
+        description: the topic's description in the Dagster UI.
+        raw_table: the bronze table (default ``<topic>_raw``).
+    """
 
     topic: str
     schema: FieldTypes
     required: tuple[str, ...] = ()
     allowed_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    expectations: Mapping[str, str] = field(default_factory=dict)
+    event_time: str | None = "event_time"
+    max_future: timedelta | None = timedelta(hours=1)
+    max_record_bytes: int = 256 * 1024
     description: str = ""
     raw_table: str | None = None
 
@@ -56,6 +127,11 @@ class KafkaSource:
     def table(self) -> str:
         """The bronze table: ``raw_table``, else the topic name made an identifier + ``_raw``."""
         return self.raw_table or re.sub(r"[^a-z0-9_]", "_", self.topic.lower()) + "_raw"
+
+    @property
+    def fields(self) -> StructType:
+        """The typed fields of a good record (required ones non-nullable)."""
+        return struct_of(dict(self.schema), self.required)
 
 
 @dataclass(frozen=True)
@@ -76,6 +152,48 @@ class InitialState:
 
 
 @dataclass(frozen=True)
+class IngestStream:
+    """Bronze for a Kafka source: every record parsed and checked, good rows to ``source.table``
+    with their Kafka position, the rest to ``quarantine``. Declared by the platform for each
+    ``KafkaSource`` a ``StatefulStream`` reads."""
+
+    source: KafkaSource
+    layer: str = "bronze"
+    trigger: timedelta = timedelta(seconds=10)
+    watermark: timedelta | None = None
+    processing_time_timers: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.source.table
+
+    @property
+    def table(self) -> str:
+        return self.source.table
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Bronze: every record of the Kafka topic `{self.source.topic}` parsed against its "
+            "schema, with its Kafka partition, offset and timestamp; bad records go to "
+            "`quarantine` with the reason."
+        )
+
+    @property
+    def outputs(self) -> dict[str, StructType]:
+        raw = StructType(list(self.source.fields.fields) + KAFKA_POSITION)
+        return {self.table: raw, QUARANTINE_TABLE: QUARANTINE}
+
+    @property
+    def upstream(self) -> str:
+        return self.source.topic
+
+    @property
+    def topic(self) -> str | None:
+        return self.source.topic
+
+
+@dataclass(frozen=True)
 class StatefulStream:
     """Everything about one stateful stream (see the module docstring for an example).
 
@@ -83,16 +201,20 @@ class StatefulStream:
         name: the stream's name: query, checkpoint and (by default) sink table and asset key.
             Lowercase letters, digits and underscores, starting with a letter.
         description: shown on the asset and job in the Dagster UI.
-        source: ``KafkaSource`` or ``TableSource``.
+        source: ``KafkaSource`` (read through its bronze table) or ``TableSource``.
         key: the column whose values own separate state.
         output_schema: ``{column: type}`` of the rows the stream emits (types: string, long, int,
             double, boolean, timestamp, array<string>).
         logic: plain-Python per-key logic (``platform_pipelines.state.keyed.KeyedLogic``).
-        transform: instead of ``logic``, a function of the (watermarked) source DataFrame, for
-            Spark's native stateful operators.
+        transform: instead of ``logic``, a function of the watermarked source DataFrame, for
+            Spark's native stateful operators. The source carries the platform's watermark
+            column ``_wm_time`` (the event time, capped at the batch's processing time so that
+            no event can move the watermark ahead of the clock): keep it in the columns the
+            stateful operator sees.
         output_mode: ``append`` (emitted rows are final) or ``update`` (one row per key, upserted).
         event_time: the source's event-time column.
-        watermark: how late an event may arrive; needed for event-time timeouts and bounded state.
+        watermark: how late an event may arrive; needed for event-time timeouts and bounded
+            state. Rows later than the watermark go to ``late_events`` with the reason.
         timeout: ``event_time`` (fires when the watermark passes the logic's timer) or
             ``processing_time`` (fires on a later trigger, even without new data), or None.
         trigger: the default interval between micro-batches in continuous runs.
@@ -125,3 +247,26 @@ class StatefulStream:
     @property
     def source_table(self) -> str:
         return self.source.table
+
+    @property
+    def output(self) -> StructType:
+        return struct_of(dict(self.output_schema))
+
+    @property
+    def outputs(self) -> dict[str, StructType]:
+        tables = {self.table: self.output}
+        if self.watermark is not None:
+            tables[LATE_TABLE] = LATE_EVENTS
+        return tables
+
+    @property
+    def upstream(self) -> str:
+        return self.source_table
+
+    @property
+    def topic(self) -> str | None:
+        return None
+
+    @property
+    def processing_time_timers(self) -> bool:
+        return self.timeout == "processing_time"

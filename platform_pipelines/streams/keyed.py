@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, Row
@@ -22,7 +22,9 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 from pyspark.sql.types import StringType, StructField, StructType
 
+from platform_pipelines.core.times import as_utc, json_default
 from platform_pipelines.state.keyed import Clock, KeyedLogic, State, Step
+from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 TimeMode = Literal["EventTime", "ProcessingTime", "None"]
 _STATE = StructType([StructField("json", StringType(), True)])
@@ -30,9 +32,7 @@ _STATE = StructType([StructField("json", StringType(), True)])
 
 def _utc(value: Any) -> Any:
     """Spark hands timestamps to Python workers as naive or aware datetimes; make them UTC-aware."""
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return value
+    return as_utc(value) if isinstance(value, datetime) else value
 
 
 def _row(fields: list[str], values: Mapping[str, Any]) -> Row:
@@ -56,7 +56,9 @@ class KeyedLogicProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[Row], timerValues: TimerValues
     ) -> Iterator[Row]:
-        events = [{k: _utc(v) for k, v in row.asDict().items()} for row in rows]
+        events = [
+            {k: _utc(v) for k, v in row.asDict().items() if k != WATERMARK_COLUMN} for row in rows
+        ]
         if (column := self._event_time) is not None:
             events.sort(key=lambda e: (e[column] is None, e[column]))
         step = self._logic.on_events(str(key[0]), self._load(), events, self._clock(timerValues))
@@ -73,7 +75,7 @@ class KeyedLogicProcessor(StatefulProcessor):
     def handleInitialState(self, key: Any, initialState: Row, timerValues: TimerValues) -> None:
         seeded = self._logic.initial_state(str(key[0]), initialState.asDict())  # type: ignore[attr-defined]
         if seeded is not None:
-            self._state.update((json.dumps(seeded, default=_json_default),))
+            self._state.update((json.dumps(seeded, default=json_default),))
 
     def close(self) -> None:
         pass
@@ -97,16 +99,10 @@ class KeyedLogicProcessor(StatefulProcessor):
         if step.state is None:
             self._state.clear()
         else:
-            self._state.update((json.dumps(step.state, default=_json_default),))
+            self._state.update((json.dumps(step.state, default=json_default),))
             if timers and step.timeout_at_ms is not None:
                 self._handle.registerTimer(step.timeout_at_ms)
         return iter([_row(self._fields, out) for out in step.outputs])
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    raise TypeError(f"State values must be JSON-able; got {type(value).__name__}: {value!r}")
 
 
 def apply_keyed_logic(

@@ -1,4 +1,4 @@
-"""Spark schemas of every table the built-in streams write, derived from ``events.py``."""
+"""Spark schemas of the tables the built-in streams write, and the type names a declaration uses."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pyspark.sql.types import (
 )
 
 from platform_pipelines.events import CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED
+from platform_pipelines.lakehouse.tables import KAFKA_POSITION
 
 # The type names a declaration may use, and their Spark types.
 FIELD_TYPES: dict[str, DataType] = {
@@ -38,24 +39,10 @@ def struct_of(fields: dict[str, str], required: tuple[str, ...] = ()) -> StructT
 
 CLICKSTREAM = struct_of(CLICKSTREAM_FIELDS)
 
-KAFKA_POSITION = [
-    StructField("kafka_partition", IntegerType(), True),
-    StructField("kafka_offset", LongType(), True),
-    StructField("kafka_timestamp", TimestampType(), True),
-]
-
-QUARANTINE = StructType(
-    [
-        StructField("source", StringType(), True),
-        StructField("raw_value", StringType(), True),
-        StructField("reason", StringType(), True),
-        *KAFKA_POSITION,
-        StructField("quarantined_at", TimestampType(), True),
-    ]
-)
-
 # silver: one row per event_id, the clickstream fields only.
 EVENTS = struct_of(CLICKSTREAM_FIELDS, CLICKSTREAM_REQUIRED)
+
+__all__ = ["CLICKSTREAM", "EVENTS", "FIELD_TYPES", "KAFKA_POSITION", "fields_of", "struct_of"]
 
 
 def fields_of(schema: StructType) -> dict[str, str]:

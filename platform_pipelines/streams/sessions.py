@@ -1,15 +1,16 @@
 """Gold ``user_sessions``: the sessionization state machine run by Spark, with either stateful API.
 
-Both adapters only convert rows and call ``platform_pipelines.state.sessions``; they keep one state
-row per user and one event-time timer (last event + gap), and emit closed sessions in append mode.
-Timestamps cross the Python boundary as UTC (the platform pins ``spark.sql.session.timeZone``).
+Both adapters only convert rows and call ``platform_pipelines.state.sessions``: they keep each
+user's open session and held events, one event-time timer per user (when it next needs attention),
+and emit closed sessions in append mode. Timestamps cross the Python boundary as UTC (the platform
+pins ``spark.sql.session.timeZone``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 import pandas as pd
@@ -32,17 +33,21 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from platform_pipelines.core.times import EPOCH, MS, as_utc
 from platform_pipelines.state.sessions import (
     ClosedSession,
     SessionConfig,
     SessionEvent,
-    SessionState,
+    UserState,
+    advance,
+    event_from_tuple,
+    event_to_tuple,
     on_events,
-    on_timeout,
-    state_from_tuple,
-    state_to_tuple,
+    session_from_tuple,
+    session_to_tuple,
     timer_for,
 )
+from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 SessionApi = Literal["transform_with_state", "apply_in_pandas_with_state"]
 
@@ -64,7 +69,7 @@ SESSION_SCHEMA = StructType(
     ]
 )
 
-# Field for field the state machine's SessionState (see ``state_to_tuple``).
+# Field for field the state machine's SessionState (see ``session_to_tuple``).
 STATE_SCHEMA = StructType(
     [
         StructField("user_id", StringType(), False),
@@ -78,20 +83,21 @@ STATE_SCHEMA = StructType(
         StructField("revenue", DoubleType(), False),
     ]
 )
+# A held event (see ``event_to_tuple``); the user is the key.
+PENDING_SCHEMA = StructType(
+    [
+        StructField("event_time_ms", LongType(), False),
+        StructField("event_id", StringType(), False),
+        StructField("event_type", StringType(), False),
+        StructField("page", StringType(), True),
+        StructField("amount", DoubleType(), True),
+    ]
+)
 
 # PySpark 4.2.0's worker lower-cases the state schema JSON it receives for applyInPandasWithState
 # (``EvalConf.state_value_schema`` reads it with ``lower_str=True``), so "elementType" is lost and
-# any array field fails with KeyError. That API keeps the two list fields as JSON strings instead.
-PANDAS_STATE_SCHEMA = StructType(
-    [
-        StructField(f.name, StringType(), False) if isinstance(f.dataType, ArrayType) else f
-        for f in STATE_SCHEMA.fields
-    ]
-)
-_LIST_FIELDS = (4, 5)
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
+# any array field fails with KeyError. That API keeps the whole UserState as one JSON string.
+PANDAS_STATE_SCHEMA = StructType([StructField("user_state", StringType(), False)])
 
 
 def sessionize(
@@ -102,18 +108,19 @@ def sessionize(
     """Closed user sessions (``SESSION_SCHEMA``) from a streaming clickstream, in append mode.
 
     Args:
-        events: streaming events with at least ``INPUT_COLUMNS`` and a watermark on
-            ``event_time``; the watermark decides when an idle session times out.
+        events: streaming events with at least ``INPUT_COLUMNS`` and the platform's watermark
+            column (``streams.query.with_watermark``); the watermark releases held events and
+            closes idle sessions.
         gap: event-time inactivity that closes a session.
         api: ``"transform_with_state"`` (the row-based state API v2, the default) or
             ``"apply_in_pandas_with_state"`` (GroupState with an event-time timeout).
 
     Example:
-        >>> watermarked = events.withWatermark("event_time", "10 minutes")  # doctest: +SKIP
+        >>> watermarked = with_watermark(events, "event_time", timedelta(minutes=10))  # doctest: +SKIP
         >>> sessionize(watermarked).writeStream.format("delta").start(path)  # doctest: +SKIP
     """
-    cfg = SessionConfig(gap_ms=gap // _MS)
-    grouped = events.select(*INPUT_COLUMNS).groupBy("user_id")
+    cfg = SessionConfig(gap_ms=gap // MS)
+    grouped = events.select(*INPUT_COLUMNS, WATERMARK_COLUMN).groupBy("user_id")
     if api == "transform_with_state":
         return grouped.transformWithState(
             SessionProcessor(cfg), SESSION_SCHEMA, outputMode="Append", timeMode="EventTime"
@@ -130,102 +137,112 @@ def sessionize(
 
 
 class SessionProcessor(StatefulProcessor):
-    """``transformWithState`` adapter: a ValueState holds the open session, a timer its timeout."""
+    """``transformWithState`` adapter: a ValueState holds the open session, a ListState the held
+    events, and one event-time timer the moment the user next needs attention."""
 
     def __init__(self, cfg: SessionConfig) -> None:
         self._cfg = cfg
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        """Declare the one state variable."""
+        """Declare the state variables."""
         self._handle = handle
         self._session = handle.getValueState("session", STATE_SCHEMA)
+        self._pending = handle.getListState("pending", PENDING_SCHEMA)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[Row], timerValues: TimerValues
     ) -> Iterator[Row]:
-        """Fold this batch's rows into the session; move the timer to the new last event."""
-        before = self._load()
+        """Hold this batch's events and release what the watermark has reached."""
+        before = self._load(str(key[0]))
         events = [_row_event(row) for row in rows]
-        watermark = timerValues.getCurrentWatermarkInMs()
-        after, closed = on_events(before, events, self._cfg, watermark)
-        if after is None:
-            self._session.clear()
-        else:
-            self._session.update(state_to_tuple(after))
-        self._move_timer(before, after)
+        after, closed = on_events(before, events, self._cfg, timerValues.getCurrentWatermarkInMs())
+        self._store(before, after)
         return iter([_as_row(c) for c in closed])
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[Row]:
-        """The watermark passed the session's last event + gap: emit it and drop the state."""
-        state = self._load()
-        # Only the current timer counts; _move_timer deletes superseded ones, this is a backstop.
-        if state is None or expiredTimerInfo.getExpiryTimeInMs() < timer_for(state, self._cfg):
+        """The watermark reached the user's timer: release held events, close finished sessions."""
+        before = self._load(str(key[0]))
+        if before is None:
             return iter([])
-        self._session.clear()
-        return iter([_as_row(on_timeout(state, self._cfg))])
+        after, closed = advance(before, self._cfg, timerValues.getCurrentWatermarkInMs())
+        self._store(before, after, fired=expiredTimerInfo.getExpiryTimeInMs())
+        return iter([_as_row(c) for c in closed])
 
     def close(self) -> None:
         """Nothing to release."""
 
-    def _move_timer(self, before: SessionState | None, after: SessionState | None) -> None:
+    def _load(self, user_id: str) -> UserState | None:
+        stored = self._session.get()
+        pending = tuple(event_from_tuple(user_id, row) for row in self._pending.get())
+        session = None if stored is None else session_from_tuple(stored)
+        return None if session is None and not pending else UserState(session, pending)
+
+    def _store(
+        self, before: UserState | None, after: UserState | None, fired: int | None = None
+    ) -> None:
         old = None if before is None else timer_for(before, self._cfg)
         new = None if after is None else timer_for(after, self._cfg)
         if old != new:
-            if old is not None:
+            if old is not None and old != fired:  # Spark removes a timer once it has fired
                 self._handle.deleteTimer(old)
             if new is not None:
                 self._handle.registerTimer(new)
-
-    def _load(self) -> SessionState | None:
-        stored = self._session.get()
-        return None if stored is None else state_from_tuple(stored)
+        if after is None or after.open is None:
+            self._session.clear()
+        elif before is None or before.open != after.open:
+            self._session.update(session_to_tuple(after.open))
+        if after is None or not after.pending:
+            self._pending.clear()
+        elif before is None or before.pending != after.pending:
+            self._pending.put([event_to_tuple(e) for e in after.pending])
 
 
 def _pandas_sessionizer(cfg: SessionConfig) -> Any:
-    """The ``applyInPandasWithState`` function: the state row and its event-time timeout."""
+    """The ``applyInPandasWithState`` function: the whole UserState as JSON, one timeout."""
 
     def sessionize_group(
         key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
+        user_id = str(key[0])
+        before = _from_json(user_id, state.get[0]) if state.exists else None
+        watermark = state.getCurrentWatermarkMs()
         if state.hasTimedOut:
-            closed = [on_timeout(_from_pandas_state(state.get), cfg)]
+            after, closed = advance(before or UserState(), cfg, watermark)
+        else:
+            events = [event for frame in frames for event in _frame_events(frame)]
+            after, closed = on_events(before, events, cfg, watermark)
+        if after is None:
             state.remove()
         else:
-            before = _from_pandas_state(state.get) if state.exists else None
-            events = [event for frame in frames for event in _frame_events(frame)]
-            watermark = state.getCurrentWatermarkMs()
-            after, closed = on_events(before, events, cfg, watermark)
-            if after is None:
-                state.remove()
-            else:
-                state.update(_to_pandas_state(after))
-                state.setTimeoutTimestamp(timer_for(after, cfg))
+            state.update((_to_json(after),))
+            timer = timer_for(after, cfg)
+            if timer is not None:
+                state.setTimeoutTimestamp(timer)
         if closed:
             yield _as_frame(closed)
 
     return sessionize_group
 
 
-def _to_pandas_state(state: SessionState) -> tuple[object, ...]:
-    row = state_to_tuple(state)
-    return tuple(json.dumps(v) if i in _LIST_FIELDS else v for i, v in enumerate(row))
+def _to_json(state: UserState) -> str:
+    session = None if state.open is None else session_to_tuple(state.open)
+    return json.dumps({"open": session, "pending": [event_to_tuple(e) for e in state.pending]})
 
 
-def _from_pandas_state(row: tuple[Any, ...]) -> SessionState:
-    return state_from_tuple([json.loads(v) if i in _LIST_FIELDS else v for i, v in enumerate(row)])
+def _from_json(user_id: str, text: str) -> UserState:
+    data = json.loads(text)
+    session = None if data["open"] is None else session_from_tuple(data["open"])
+    return UserState(session, tuple(event_from_tuple(user_id, row) for row in data["pending"]))
 
 
 def _row_event(row: Row) -> SessionEvent:
-    at: datetime = row["event_time"]
-    # Arrow hands over UTC-aware datetimes; a naive one is already in the (UTC) session zone.
-    aware = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
     return SessionEvent(
-        user_id=row["user_id"],
+        event_time_ms=(as_utc(row["event_time"]) - EPOCH) // MS,
         event_id=row["event_id"],
+        user_id=row["user_id"],
         event_type=row["event_type"],
-        event_time_ms=(aware - _EPOCH) // _MS,
         page=row["page"],
         amount=row["amount"],
     )
@@ -236,21 +253,14 @@ def _frame_events(frame: pd.DataFrame) -> Iterable[SessionEvent]:
     if times.dt.tz is not None:
         times = times.dt.tz_convert("UTC").dt.tz_localize(None)
     millis = times.astype("datetime64[ms]").astype("int64")
-    columns = zip(
-        frame["user_id"],
-        frame["event_id"],
-        frame["event_type"],
-        millis,
-        frame["page"],
-        frame["amount"],
-        strict=True,
-    )
-    for user_id, event_id, kind, at, page, amount in columns:
+    columns = zip(millis, frame["event_id"], frame["user_id"], frame["event_type"], frame["page"],
+                  frame["amount"], strict=True)  # fmt: skip
+    for at, event_id, user_id, kind, page, amount in columns:
         yield SessionEvent(
-            user_id,
-            event_id,
-            kind,
             int(at),
+            event_id,
+            user_id,
+            kind,
             None if pd.isna(page) else page,
             None if pd.isna(amount) else float(amount),
         )
@@ -268,8 +278,8 @@ def _as_dict(closed: ClosedSession) -> dict[str, Any]:
     return {
         "user_id": closed.user_id,
         "session_id": closed.session_id,
-        "session_start": _EPOCH + closed.session_start_ms * _MS,
-        "session_end": _EPOCH + closed.session_end_ms * _MS,
+        "session_start": EPOCH + closed.session_start_ms * MS,
+        "session_end": EPOCH + closed.session_end_ms * MS,
         "duration_seconds": closed.duration_seconds,
         "event_count": closed.event_count,
         "last_pages": list(closed.last_pages),

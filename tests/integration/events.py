@@ -54,5 +54,5 @@ MALFORMED = [
 EXPECTED_REASONS = {
     "not json at all": "invalid JSON",
     '{"event_id": "x1"}': "missing user_id; missing event_type; missing event_time",
-    '{"event_id": "x2", "user_id": "u9", "event_type": "page_view", "event_time": "yesterday"}': "event_time is not a timestamp: yesterday",
+    '{"event_id": "x2", "user_id": "u9", "event_type": "page_view", "event_time": "yesterday"}': 'event_time is not a timestamp: "yesterday"',
 }

@@ -12,7 +12,7 @@ from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.runner import RunOptions, Supervisor, run_streams, start_stream
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
-from platform_pipelines.streams.registry import StreamContext
+from platform_pipelines.streams.query import StreamContext
 from tests.integration.events import at, ev
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

@@ -19,8 +19,8 @@ from platform_pipelines.health.evaluate import (
     run_state_from_records,
 )
 from platform_pipelines.health.judgements import HealthPolicy, judge_state_growth
-from platform_pipelines.health.store import ProgressStore
-from platform_pipelines.health.verdict import Status
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.verdict import Status
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.recorder import ProgressRecorder
@@ -33,9 +33,9 @@ from platform_pipelines.runtime.runner import (
 )
 from platform_pipelines.state.keyed import Clock, Event, State, Step
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
-from platform_pipelines.streams.compile import declare_stream
+from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.declare import KafkaSource, StatefulStream
-from platform_pipelines.streams.registry import StreamContext
+from platform_pipelines.streams.query import StreamContext
 from tests.integration.events import at, ev
 from user_streams.running_count import STREAMS
 

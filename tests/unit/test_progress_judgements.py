@@ -29,8 +29,8 @@ from platform_pipelines.health.judgements import (
     source_lag,
     watermark_seconds,
 )
-from platform_pipelines.health.records import ProgressRecord
-from platform_pipelines.health.verdict import Status
+from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.verdict import Status
 
 DATA = Path(__file__).parent / "data" / "progress"
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z

@@ -10,8 +10,8 @@ import time
 from click.testing import CliRunner
 
 from platform_pipelines.cli import main
-from platform_pipelines.health.records import ProgressRecord
-from platform_pipelines.health.store import ProgressStore
+from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.settings import REPO_ROOT
 
 SAMPLES = REPO_ROOT / "tests" / "unit" / "data" / "progress" / "kafka_running_count.json"

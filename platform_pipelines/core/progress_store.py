@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from platform_pipelines.health.records import ProgressRecord
+from platform_pipelines.core.records import ProgressRecord
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024  # ~1,000 batches of a stateful query per segment
 _TAIL_BYTES_PER_RECORD = 8 * 1024  # generous: a progress record is 1-4 KB

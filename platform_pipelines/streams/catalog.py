@@ -6,8 +6,7 @@ import importlib
 
 from platform_pipelines.settings import PlatformSettings, get_settings
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
-from platform_pipelines.streams.compile import declare_stream
-from platform_pipelines.streams.registry import StreamRegistry
+from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 
 
 class CatalogError(RuntimeError):

@@ -1,0 +1,65 @@
+"""What a running query's ``foreachBatch`` needs from its own checkpoint: the batch's clock.
+
+Spark writes ``offsets/<n>`` before batch ``n`` runs; its second line holds the batch's metadata,
+``{"batchWatermarkMs": .., "batchTimestampMs": .., "conf": {..}}``. Reading it inside the batch
+gives values that a replay of the batch (after a crash) reads again unchanged.
+
+Two watermarks matter for batch ``n`` (checked against Spark 4.2, see ``tests/spark``):
+
+- rows whose watermark column is at or before the watermark of batch ``n - 1`` (0 for the first
+  batch) are dropped as late by every stateful operator;
+- timers fire and state is evicted by the watermark of batch ``n`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BatchClock:
+    """The clock of one micro-batch.
+
+    Attributes:
+        timestamp_ms: the batch's processing time (``current_timestamp()`` inside the query).
+        watermark_ms: the batch's own watermark (timers and eviction).
+        late_until_ms: rows at or before this are late for this batch (the previous batch's
+            watermark).
+    """
+
+    timestamp_ms: int
+    watermark_ms: int
+    late_until_ms: int
+
+
+def offsets_metadata(checkpoint: Path, batch_id: int) -> dict[str, Any] | None:
+    """The metadata line of ``offsets/<batch_id>``; None when the file is absent or unreadable."""
+    try:
+        lines = (Path(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
+        return dict(json.loads(lines[1]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def batch_clock(checkpoint: Path, batch_id: int) -> BatchClock:
+    """The clock of ``batch_id``, which is running (its offsets file exists).
+
+    Raises:
+        RuntimeError: the offsets file of the batch is missing: the checkpoint is not the one the
+            query runs on.
+    """
+    meta = offsets_metadata(checkpoint, batch_id)
+    if meta is None:
+        raise RuntimeError(
+            f"Batch {batch_id} has no readable offsets file in {checkpoint}: the stream's sink was "
+            "given another checkpoint than its query's."
+        )
+    previous = offsets_metadata(checkpoint, batch_id - 1) if batch_id > 0 else None
+    return BatchClock(
+        timestamp_ms=int(meta.get("batchTimestampMs", 0)),
+        watermark_ms=int(meta.get("batchWatermarkMs", 0)),
+        late_until_ms=int((previous or {}).get("batchWatermarkMs", 0)),
+    )

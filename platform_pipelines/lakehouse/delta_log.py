@@ -1,0 +1,119 @@
+"""What a batch of a stream read from an upstream Delta table, told by the table's own log.
+
+A stateful stream reads its upstream Delta table in whole versions (the platform sets no file
+limit per trigger), so micro-batch ``n`` read exactly the rows that versions ``[start, end)`` of
+that table added, where ``start``/``end`` come from the checkpoint's ``offsets/`` files. The Delta
+log's commit files list those versions' added files with their row counts and min/max statistics,
+so the platform counts a batch's input and knows whether any of its rows can be late without
+reading a single data file.
+
+Commit file lines (``_delta_log/<20-digit version>.json``), as Delta 4.4 writes them::
+
+    {"add": {"path": "part-...parquet", "dataChange": true,
+             "stats": "{\\"numRecords\\":1,\\"minValues\\":{\\"event_time\\":\\"2026-01-01T10:40:00.000Z\\"},...}"}}
+
+Delta source offsets (a line of ``offsets/<n>``)::
+
+    {"sourceVersion":1,"reservoirId":"...","reservoirVersion":3,"index":-1,"isStartingVersion":false}
+
+``index == -1`` means "before the first file of ``reservoirVersion``": every version before it was
+read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from platform_pipelines.core.times import parse_iso
+
+
+class PartialVersionError(RuntimeError):
+    """A batch ended inside a Delta version: the stream was given a file limit per trigger."""
+
+
+@dataclass(frozen=True)
+class AddedFile:
+    """A data file a commit added (with ``dataChange``: compaction rewrites are not new rows).
+
+    Attributes:
+        path: relative to the table.
+        records: its row count; None when the writer collected no statistics.
+        min_values: the minimum per column (ISO text for timestamps), from the statistics.
+    """
+
+    path: str
+    records: int | None
+    min_values: dict[str, Any]
+
+    def min_epoch_seconds(self, column: str) -> float | None:
+        """The smallest value of a timestamp column in the file; None when unknown."""
+        return parse_iso(self.min_values.get(column))
+
+
+def commit_file(table: Path, version: int) -> Path:
+    return Path(table) / "_delta_log" / f"{version:020d}.json"
+
+
+def added_files(table: Path, start: int, end: int) -> list[AddedFile]:
+    """The files that versions ``[start, end)`` of ``table`` added as new data."""
+    files: list[AddedFile] = []
+    for version in range(start, end):
+        for line in commit_file(table, version).read_text().splitlines():
+            add = json.loads(line).get("add") if line.strip() else None
+            if not add or not add.get("dataChange", True):
+                continue
+            stats = json.loads(add["stats"]) if add.get("stats") else {}
+            records = stats.get("numRecords")
+            files.append(AddedFile(add["path"], None if records is None else int(records),
+                                   dict(stats.get("minValues") or {})))  # fmt: skip
+    return files
+
+
+def delta_source_offset(checkpoint: Path, batch_id: int) -> dict[str, Any] | None:
+    """The (single) Delta source's end offset recorded for ``batch_id``; None when the batch has
+    no offsets file or no Delta source."""
+    try:
+        lines = (Path(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines[2:]:
+        text = line.split(":", 1)[1] if line[:1].isdigit() and ":" in line else line
+        try:
+            offset = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(offset, dict) and "reservoirVersion" in offset:
+            return offset
+    return None
+
+
+def batch_versions(checkpoint: Path, batch_id: int, first_version: int = 0) -> tuple[int, int]:
+    """The versions ``[start, end)`` of the upstream table that ``batch_id`` read.
+
+    ``first_version`` is where the checkpoint started reading (0, or a ``startingVersion``).
+
+    Raises:
+        PartialVersionError: an offset points inside a version.
+        RuntimeError: the batch has no Delta source offset.
+    """
+    end = _version(delta_source_offset(checkpoint, batch_id), checkpoint, batch_id)
+    if batch_id == 0:
+        return first_version, end
+    previous = delta_source_offset(checkpoint, batch_id - 1)
+    start = _version(previous, checkpoint, batch_id - 1) if previous else first_version
+    return start, end
+
+
+def _version(offset: dict[str, Any] | None, checkpoint: Path, batch_id: int) -> int:
+    if offset is None:
+        raise RuntimeError(f"Batch {batch_id} of {checkpoint} has no Delta source offset.")
+    if int(offset.get("index", -1)) != -1:
+        raise PartialVersionError(
+            f"Batch {batch_id} of {checkpoint} ends inside version {offset['reservoirVersion']} "
+            "of its upstream table: the platform reads whole versions, so remove any "
+            "maxFilesPerTrigger/maxBytesPerTrigger option from the stream."
+        )
+    return int(offset["reservoirVersion"])

@@ -1,0 +1,79 @@
+"""Ctrl-C, SIGTERM and Dagster's cancel turned into a request, never an exception mid-call.
+
+An exception raised by a signal while the main thread waits inside a py4j call lands in the middle
+of a socket read and breaks the JVM connection ("reentrant call inside BufferedReader"), so the
+queries can no longer be stopped cleanly. While ``stop_requests()`` is active, SIGINT and SIGTERM
+only record the request; the supervisor sees it within a poll, stops the queries at a batch
+boundary and raises ``GracefulStop``.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StopRequest:
+    """Set when a stop was asked for: which signal, and how often (a second Ctrl-C is impatient)."""
+
+    signal: int | None = None
+    count: int = 0
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signal).name if self.signal else "stop"
+
+
+@dataclass
+class GracefulStop(BaseException):
+    """The run was asked to stop and its queries stopped cleanly; ``stopped`` maps each stream to
+    its last completed batch (-1 when none completed in this run)."""
+
+    reason: str
+    stopped: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """One line for the run log."""
+        where = ", ".join(
+            f"{name} after batch {batch}" if batch >= 0 else f"{name} before its first batch"
+            for name, batch in self.stopped.items()
+        )
+        return (
+            f"Stopped gracefully on {self.reason}: {where or 'no query was running'}. The "
+            "checkpoints are consistent; the next run resumes where these stopped."
+        )
+
+
+@contextmanager
+def stop_requests() -> Iterator[StopRequest]:
+    """Within the block, SIGINT and SIGTERM set the yielded request instead of raising.
+
+    Outside the main thread signals cannot be handled; the request then never fires and the
+    previous behaviour stays.
+    """
+    request = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+
+    def record(signum: int, frame: object) -> None:
+        request.signal = signum
+        request.count += 1
+
+    for sig in signals:
+        signal.signal(sig, record)
+    try:
+        yield request
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

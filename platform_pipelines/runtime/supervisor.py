@@ -1,0 +1,154 @@
+"""Watching running queries: report each new batch once, raise when one dies, stop them cleanly.
+
+Nothing here knows Dagster: the owner passes callbacks for progress and query ends, and a
+``StopRequest`` (set by Ctrl-C, SIGTERM or a Dagster cancel) that the wait loop checks every poll.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql.streaming.query import StreamingQuery
+
+from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
+
+Progress = Mapping[str, Any]
+ProgressCallback = Callable[[str, Progress], None]
+EndCallback = Callable[[str, BaseException | None], None]
+STOP_AT_BATCH_BOUNDARY_SECONDS = 30.0
+
+
+class StreamFailedError(RuntimeError):
+    """A streaming query died; the message is Spark's error, summarized."""
+
+
+def summarize_failure(name: str, error: BaseException) -> str:
+    """Spark's error reduced to what a person needs: the stream and the first line."""
+    text = str(error).strip()
+    first = next((line for line in text.splitlines() if line.strip()), type(error).__name__)
+    return f"Stream {name!r} failed: {first[:500]}"
+
+
+class Supervisor:
+    """Watches running queries, reports each new progress once and raises when one fails."""
+
+    def __init__(self, on_progress: ProgressCallback, on_end: EndCallback = lambda n, e: None,
+                 stop: StopRequest | None = None, poll_seconds: float = 1.0) -> None:  # fmt: skip
+        self._on_progress = on_progress
+        self._on_end = on_end
+        self._stop = stop or StopRequest()
+        self._poll = poll_seconds
+        self._queries: dict[str, StreamingQuery] = {}
+        self._catch_up: set[str] = set()
+        self._ended: set[str] = set()
+        self.last_batch: dict[str, int] = {}
+
+    def add(self, name: str, query: StreamingQuery, stop_when_caught_up: bool = False) -> None:
+        """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query with
+        processing-time timers, which Spark would never end) it is stopped once caught up."""
+        self._queries[name] = query
+        self._ended.discard(name)
+        self.last_batch.setdefault(name, -1)
+        if stop_when_caught_up:
+            self._catch_up.add(name)
+        else:
+            self._catch_up.discard(name)
+
+    def wait(self, names: Sequence[str] | None = None) -> None:
+        """Block until the named queries (default: all) end; raise if one fails.
+
+        On a stop request every query is stopped at a batch boundary and ``GracefulStop`` is
+        raised; on any other interrupt every query is stopped before it propagates.
+        """
+        watched = list(names or self._queries)
+        try:
+            while active := [n for n in watched if self._queries[n].isActive]:
+                if self._stop.requested:
+                    raise GracefulStop(self._stop.name, self.stop_all())
+                try:
+                    self._queries[active[0]].awaitTermination(self._poll)
+                except StreamingQueryException as error:
+                    raise StreamFailedError(summarize_failure(active[0], error)) from error
+                self.poll()
+            self.poll()
+        except GracefulStop:
+            raise
+        except BaseException:
+            self.stop_all()
+            raise
+        finally:
+            self._report_ends()
+
+    def poll(self) -> None:
+        """Report new progress of every query; raise StreamFailedError for a dead one."""
+        for name, query in self._queries.items():
+            for progress in query.recentProgress:
+                if int(progress["batchId"]) > self.last_batch[name]:
+                    self.last_batch[name] = int(progress["batchId"])
+                    self._on_progress(name, progress)
+            error = _query_error(query)
+            if error is not None:
+                self.stop_all()
+                raise StreamFailedError(summarize_failure(name, error)) from error
+            if name in self._catch_up and _caught_up(query):
+                query.stop()
+
+    def stop_all(self) -> dict[str, int]:
+        """Stop every query, each at a batch boundary when it reaches one within 30 s (else the
+        running batch is abandoned; the checkpoint stays valid and the batch reruns). A query
+        that fails to stop does not keep the others running. Returns each stream's last batch."""
+        deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
+        for name, query in self._queries.items():
+            try:
+                if query.isActive:
+                    _wait_for_batch_boundary(query, deadline)
+                    query.stop()
+                for progress in query.recentProgress:
+                    self.last_batch[name] = max(self.last_batch[name], int(progress["batchId"]))
+            except Exception:
+                pass
+        self._report_ends()
+        return {name: self.last_batch.get(name, -1) for name in self._queries}
+
+    def _report_ends(self) -> None:
+        for name, query in self._queries.items():
+            try:
+                active = query.isActive
+            except Exception:
+                active = False
+            if not active and name not in self._ended:
+                self._ended.add(name)
+                self._on_end(name, _query_error(query))
+
+
+def _wait_for_batch_boundary(query: StreamingQuery, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if not query.status["isTriggerActive"]:
+                return
+        except Exception:
+            return
+        time.sleep(0.1)
+
+
+def _caught_up(query: StreamingQuery) -> bool:
+    """An availableNow query whose last batch found nothing left to read.
+
+    A query with processing-time timers always asks Spark for another (no-data) batch, so
+    availableNow alone would never end it. Only such queries are judged by this: for others an
+    empty progress between batches could stop a catch-up early.
+    """
+    if not query.isActive:
+        return False
+    last = query.lastProgress
+    return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
+
+
+def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
+    try:
+        return query.exception()
+    except Exception:  # the query object is gone with its session: nothing to report
+        return None

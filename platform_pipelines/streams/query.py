@@ -1,0 +1,134 @@
+"""Turning a declared stream into an unstarted Spark query (the runner adds checkpoint, trigger
+and query name).
+
+- An ``IngestStream`` reads its Kafka topic and writes through an ``IngestWriter``.
+- A ``StatefulStream`` reads its upstream Delta table in whole versions, adds the watermark
+  (``streams.watermark``), applies its logic and writes through a ``StageWriter``.
+
+Batch sizes: a catch-up read of Kafka takes at most ``max_offsets_per_trigger`` records per batch;
+a continuous read takes everything new in every partition, because a per-trigger limit reads the
+partitions of a backlog at different event-time positions and the watermark would then drop
+on-time events. Delta reads are never limited: a stateful stream sees every upstream version
+whole (see ``lakehouse.delta_log``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+from pyspark.sql.types import StructType
+
+from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
+from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
+from platform_pipelines.streams.keyed import apply_keyed_logic
+from platform_pipelines.streams.sink import IngestWriter, StageWriter, Target
+from platform_pipelines.streams.validate import DeclarationError
+from platform_pipelines.streams.watermark import with_watermark
+
+_UNLIMITED_FILES = 1_000_000_000
+_TIME_MODES = {"event_time": "EventTime", "processing_time": "ProcessingTime", None: "None"}
+
+
+@dataclass(frozen=True)
+class StreamContext:
+    """What building a query may use: the session, the lakehouse, the Kafka address and the
+    catch-up batch bound (None for a continuous read)."""
+
+    spark: SparkSession
+    lakehouse: Lakehouse
+    kafka_bootstrap_servers: str
+    max_offsets_per_trigger: int | None = None
+
+    def read_topic(self, topic: str) -> DataFrame:
+        """The topic as a stream of Kafka rows, from the earliest offset on a new checkpoint."""
+        reader = (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("failOnDataLoss", "true")
+        )
+        if self.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
+        return reader.load()
+
+    def read_table(self, name: str) -> DataFrame:
+        """An upstream Delta table as a stream of its appended rows, whole versions per batch."""
+        return (
+            self.spark.readStream.format("delta")
+            .option("maxFilesPerTrigger", _UNLIMITED_FILES)
+            .load(str(self.lakehouse.table(name)))
+        )
+
+
+def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
+    """The unstarted writer of ``stream``'s query."""
+    target = Target(
+        ctx.lakehouse, stream.name, checkpoint_query_id(ctx.lakehouse.checkpoint(stream.name))
+    )
+    if isinstance(stream, IngestStream):
+        writer = IngestWriter(stream.source, target)
+        return ctx.read_topic(stream.source.topic).writeStream.foreachBatch(writer)
+    assert isinstance(stream, StatefulStream)
+    return _stateful_query(ctx, stream, target)
+
+
+def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) -> DataStreamWriter:
+    source = ctx.read_table(stream.source_table)
+    if stream.watermark is not None:
+        source = with_watermark(source, stream.event_time, stream.watermark)
+    result = _apply_logic(ctx, stream, source)
+    _check_output(stream, result.schema)
+    writer = StageWriter(stream, target, ctx.lakehouse)
+    return (
+        result.select(*stream.output.fieldNames())
+        .writeStream.outputMode(stream.output_mode)
+        .foreachBatch(writer)
+    )
+
+
+def _apply_logic(ctx: StreamContext, stream: StatefulStream, source: DataFrame) -> DataFrame:
+    if stream.transform is not None:
+        return stream.transform(source)
+    assert stream.logic is not None  # validated
+    return apply_keyed_logic(
+        source, stream.key, stream.logic, stream.output, stream.output_mode,
+        _TIME_MODES[stream.timeout],  # type: ignore[arg-type]
+        event_time_column=stream.event_time if stream.event_time in source.columns else None,
+        initial_state=_initial_state(ctx.spark, ctx.lakehouse, stream),
+    )  # fmt: skip
+
+
+def _initial_state(
+    spark: SparkSession, lakehouse: Lakehouse, stream: StatefulStream
+) -> DataFrame | None:
+    """The seed rows, only for a stream starting on a new checkpoint (Spark ignores it later)."""
+    seed = stream.initial_state
+    # Spark creates commits/ when the query starts; only a committed batch means it has state.
+    if seed is None or any((lakehouse.checkpoint(stream.name) / "commits").glob("[0-9]*")):
+        return None
+    path = lakehouse.table(seed.table)
+    if not (path / "_delta_log").exists():
+        return None
+    rows = spark.read.format("delta").load(str(path))
+    latest = Window.partitionBy(stream.key).orderBy(*[F.col(c).desc() for c in seed.latest_by])
+    return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
+
+
+def _check_output(stream: StatefulStream, actual: StructType) -> None:
+    declared = stream.output
+    missing = [n for n in declared.fieldNames() if n not in actual.fieldNames()]
+    wrong = [
+        f"{f.name} is {actual[f.name].dataType.simpleString()}, declared {f.dataType.simpleString()}"
+        for f in declared.fields
+        if f.name in actual.fieldNames()
+        and actual[f.name].dataType.simpleString() != f.dataType.simpleString()
+    ]
+    if missing or wrong:
+        problems = [f"output_schema: the stream does not produce {', '.join(missing)}; add them "
+                    "to its output or remove them from output_schema."] if missing else []  # fmt: skip
+        problems += [f"output_schema: {w}; declare the type the stream produces." for w in wrong]
+        raise DeclarationError(stream.name, problems)

@@ -1,0 +1,216 @@
+"""Where a micro-batch lands: every row a stream reads ends up, exactly once, somewhere with a why.
+
+Each stream writes through a ``foreachBatch`` writer defined here:
+
+- ``IngestWriter`` (bronze) splits a batch of Kafka records into good rows (``<topic>_raw``) and
+  quarantined ones (``quarantine``, with every reason and the original bytes).
+- ``StageWriter`` (stateful streams) writes the operator's output (appended, or upserted by key in
+  update mode) and puts the rows that the watermark refused into ``late_events``. Spark drops
+  such rows inside the stateful operator without a trace; the writer finds them again: it knows
+  which upstream versions the batch read and the files they added (``lakehouse.delta_log``), and
+  the watermark that judged them (``lakehouse.checkpoints``), so it reads the late rows back from
+  those files, and only from the files whose statistics say they can hold any.
+
+Both add one row per batch to ``stream_ledger`` (rows in, out, late, quarantined). Every write is
+tagged with the batch id (Delta's ``txnAppId``/``txnVersion``), so a batch replayed after a crash
+writes nothing twice, and no table gets a commit for a batch that has nothing for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from platform_pipelines.core.times import from_ms
+from platform_pipelines.core.units import duration
+from platform_pipelines.lakehouse.checkpoints import BatchClock, batch_clock
+from platform_pipelines.lakehouse.delta import Lakehouse, append_exactly_once, upsert_exactly_once
+from platform_pipelines.lakehouse.delta_log import AddedFile, added_files, batch_versions
+from platform_pipelines.lakehouse.tables import (
+    LATE_TABLE,
+    LEDGER,
+    LEDGER_TABLE,
+    QUARANTINE,
+    QUARANTINE_TABLE,
+)
+from platform_pipelines.streams.bronze import POSITION, parse_records
+from platform_pipelines.streams.declare import KafkaSource, StatefulStream
+from platform_pipelines.streams.expressions import human_duration
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What one micro-batch did with its rows (a ``stream_ledger`` row)."""
+
+    rows_in: int
+    rows_out: int
+    rows_late: int = 0
+    rows_quarantined: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.rows_in or self.rows_out or self.rows_late or self.rows_quarantined)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a stream's batches go: its lakehouse, its name and its checkpoint's query id (the
+    idempotency key of every write)."""
+
+    lakehouse: Lakehouse
+    stream: str
+    query_id: str
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.lakehouse.checkpoint(self.stream)
+
+    def app_id(self, table: str) -> str:
+        return f"{table}/{self.query_id}"
+
+    def append(self, df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
+        append_exactly_once(df, self.lakehouse.table(table), app_id, batch_id, merge_schema=True)
+
+    def record(self, batch: DataFrame, batch_id: int, counts: BatchCounts, clock: BatchClock,
+               watermarked: bool) -> None:  # fmt: skip
+        """Add the batch's ``stream_ledger`` row (nothing for a batch that saw no rows)."""
+        if counts.empty:
+            return
+        row = (self.stream, self.query_id, batch_id, counts.rows_in, counts.rows_out,
+               counts.rows_late, counts.rows_quarantined,
+               from_ms(clock.watermark_ms).replace(tzinfo=None) if watermarked else None,
+               from_ms(clock.timestamp_ms).replace(tzinfo=None))  # fmt: skip
+        ledger = batch.sparkSession.createDataFrame([row], LEDGER)
+        self.append(ledger, LEDGER_TABLE, f"{LEDGER_TABLE}/{self.stream}/{self.query_id}", batch_id)
+
+
+class IngestWriter:
+    """The ``foreachBatch`` of a bronze stream."""
+
+    def __init__(self, source: KafkaSource, target: Target) -> None:
+        self._source = source
+        self._target = target
+        self._good = [*source.schema, *POSITION]
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        clock = batch_clock(self._target.checkpoint, batch_id)
+        parsed = parse_records(batch, self._source, from_ms(clock.timestamp_ms)).persist()
+        try:
+            row = parsed.agg(F.count(F.lit(1)).alias("n"), F.count("reason").alias("bad")).first()
+            total, bad = int(row["n"]), int(row["bad"])  # type: ignore[index]
+            target, app = self._target, self._target.app_id(self._source.table)
+            if total - bad:
+                good = parsed.where(F.col("reason").isNull()).select(*self._good)
+                target.append(good, self._source.table, f"{app}/raw", batch_id)
+            if bad:
+                target.append(self._quarantined(parsed, clock), QUARANTINE_TABLE,
+                              f"{app}/quarantine", batch_id)  # fmt: skip
+            counts = BatchCounts(rows_in=total, rows_out=total - bad, rows_quarantined=bad)
+            target.record(batch, batch_id, counts, clock, watermarked=False)
+        finally:
+            parsed.unpersist()
+
+    def _quarantined(self, parsed: DataFrame, clock: BatchClock) -> DataFrame:
+        at = F.timestamp_millis(F.lit(clock.timestamp_ms))
+        return parsed.where(F.col("reason").isNotNull()).select(
+            F.lit(self._source.topic).alias("source"), "raw_value", "raw_bytes", "raw_size",
+            "reason", *POSITION, at.alias("quarantined_at"),
+        ).select(*QUARANTINE.fieldNames())  # fmt: skip
+
+
+class StageWriter:
+    """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
+
+    def __init__(self, stream: StatefulStream, target: Target, upstream: Lakehouse,
+                 first_version: int = 0) -> None:  # fmt: skip
+        self._stream = stream
+        self._target = target
+        self._upstream = upstream.table(stream.source_table)
+        self._first_version = first_version
+        self._columns = stream.output.fieldNames()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        clock = batch_clock(self._target.checkpoint, batch_id)
+        output = batch.select(*self._columns).persist()
+        try:
+            rows_out = output.count()
+            if rows_out:
+                self._write_output(output, batch_id)
+            rows_in, rows_late = self._input(batch, batch_id, clock)
+            counts = BatchCounts(rows_in=rows_in, rows_out=rows_out, rows_late=rows_late)
+            self._target.record(batch, batch_id, counts, clock, self._stream.watermark is not None)
+        finally:
+            output.unpersist()
+
+    def _write_output(self, output: DataFrame, batch_id: int) -> None:
+        table, app = self._stream.table, self._target.app_id(self._stream.table)
+        if self._stream.output_mode == "update":
+            path = self._target.lakehouse.table(table)
+            upsert_exactly_once(output, path, self._stream.key, app, batch_id)
+        else:
+            self._target.append(output, table, app, batch_id)
+
+    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock) -> tuple[int, int]:
+        """Rows the batch read from upstream, and how many of them were late (now written)."""
+        start, end = batch_versions(self._target.checkpoint, batch_id, self._first_version)
+        files = [f for f in added_files(self._upstream, start, end) if f.records != 0]
+        spark = batch.sparkSession
+        unknown = [f for f in files if f.records is None]
+        rows_in = sum(f.records or 0 for f in files)
+        if unknown:
+            rows_in += spark.read.parquet(*self._paths(unknown)).count()
+        candidates = self._late_candidates(files, clock)
+        if not candidates:
+            return rows_in, 0
+        limit = F.timestamp_millis(F.lit(clock.late_until_ms))
+        rows = spark.read.parquet(*self._paths(candidates))
+        late = rows.where(F.col(self._stream.event_time) <= limit)
+        late = late.select(*_late_columns(self._stream, limit, rows.columns, self._target,
+                                          batch_id, clock)).persist()  # fmt: skip
+        try:
+            rows_late = late.count()
+            if rows_late:
+                app = f"{self._target.app_id(LATE_TABLE)}/{self._stream.name}"
+                self._target.append(late, LATE_TABLE, app, batch_id)
+        finally:
+            late.unpersist()
+        return rows_in, rows_late
+
+    def _late_candidates(self, files: list[AddedFile], clock: BatchClock) -> list[AddedFile]:
+        """The files that may hold a row at or before the watermark (by their statistics)."""
+        if self._stream.watermark is None:
+            return []
+        limit_s = clock.late_until_ms / 1000
+        column = self._stream.event_time
+        return [f for f in files if (m := f.min_epoch_seconds(column)) is None or m <= limit_s]
+
+    def _paths(self, files: list[AddedFile]) -> list[str]:
+        return [str(self._upstream / unquote(f.path)) for f in files]
+
+
+def _late_columns(stream: StatefulStream, limit: Column, columns: list[str], target: Target,
+                  batch_id: int, clock: BatchClock) -> list[Column]:  # fmt: skip
+    """A ``late_events`` row for each late upstream row."""
+    assert stream.watermark is not None
+    column = stream.event_time
+    behind = (F.unix_micros(limit) - F.unix_micros(F.col(column))) / 1e6
+    allowed = duration(stream.watermark.total_seconds())
+    reason = F.format_string(
+        f"{column} is %s behind the watermark of {stream.name}, which allows {allowed} of lateness",
+        human_duration(behind),
+    )
+    return [
+        F.lit(stream.name).alias("stream"),
+        reason.alias("reason"),
+        F.col(column).alias("event_time"),
+        limit.alias("watermark"),
+        behind.alias("late_by_seconds"),
+        F.to_json(F.struct(*[F.col(c) for c in columns])).alias("row"),
+        F.lit(target.query_id).alias("query_id"),
+        F.lit(batch_id).cast("long").alias("batch_id"),
+        F.timestamp_millis(F.lit(clock.timestamp_ms)).alias("detected_at"),
+    ]
