@@ -1,16 +1,14 @@
-"""The Dagster code location: assets (lineage), stream jobs, health checks and sensors, resources."""
+"""The Dagster code location: assets (lineage), stream jobs, health checks and sensors, resources.
+
+Each area contributes its own small ``Definitions`` (``defs/<area>``); this root only merges them.
+"""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from platform_pipelines.catalog import load_registry
 from platform_pipelines.defs.assets import all_specs
-from platform_pipelines.defs.engagement import (
-    daily_engagement_asset,
-    daily_engagement_job,
-    daily_engagement_schedule,
-)
+from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
 from platform_pipelines.defs.resources import (
@@ -18,37 +16,39 @@ from platform_pipelines.defs.resources import (
     LakehouseResource,
     SparkStreamingResource,
 )
+from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings
+from platform_pipelines.streams.catalog import load_registry
 
 ALL_STREAMS_JOB = "all_streams"
 
 
 def build_definitions() -> dg.Definitions:
-    """Everything Dagster shows: one asset per topic and table, one job per stream, resources."""
-    registry = load_registry()
-    lakehouse = LakehouseResource().lakehouse()
-    stream_jobs = [
-        make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
-        for s in registry
-    ]
-    all_job = make_stream_job(
-        ALL_STREAMS_JOB,
-        list(registry),
-        "Runs every declared stream in one SparkSession (one JVM), upstream first in catch-up "
-        "mode, all at once in continuous mode.",
-    )
-    health = health_definitions(registry, {job.name: job for job in [*stream_jobs, all_job]})
-    return dg.Definitions(
-        assets=[*all_specs(registry, lakehouse), daily_engagement_asset],
-        asset_checks=health["asset_checks"],
-        jobs=[*stream_jobs, all_job, daily_engagement_job, *health["jobs"]],
-        schedules=[daily_engagement_schedule, *health["schedules"]],
-        sensors=health["sensors"],
+    """Everything Dagster shows: one asset per topic and table, one job per stream, the health
+    layer, the daily engagement asset and the resources."""
+    settings = get_settings()
+    streams = list(load_registry(settings))
+    jobs = [make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
+            for s in streams]  # fmt: skip
+    jobs.append(make_stream_job(
+        ALL_STREAMS_JOB, streams,
+        "Runs every declared stream in one SparkSession (one JVM): first each one catches up, "
+        "upstream first, then (in continuous mode) all of them keep running together.",
+    ))  # fmt: skip
+    held = {f"stream_{s.name}": [s] for s in streams} | {ALL_STREAMS_JOB: streams}
+    streaming = dg.Definitions(
+        assets=all_specs(streams, Lakehouse(settings.lakehouse_dir)),
+        jobs=jobs,
         resources={
-            "spark": SparkStreamingResource(master=get_settings().spark_master),
+            "spark": SparkStreamingResource(),
             "kafka": KafkaResource(),
             "lakehouse": LakehouseResource(),
         },
+    )
+    return dg.Definitions.merge(
+        streaming,
+        health_definitions(streams, jobs, held, settings),
+        engagement_definitions(),
     )
 
 

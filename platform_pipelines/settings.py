@@ -27,6 +27,12 @@ class PlatformSettings(BaseSettings):
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
     spark_log_level: str = "WARN"
+    # The SparkSession (see ``spark.session.SparkOptions``); the health checks judge checkpoints
+    # against these same numbers.
+    state_partitions: int = 4
+    min_batches_to_retain: int = 20
+    driver_memory: str = "2g"
+    spark_ui_enabled: bool = True
     clickstream_topic: str = "clickstream"
     heartbeats_topic: str = "service_heartbeats"
     # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-EventKind = Literal["started", "progress", "idle", "terminated"]
+EventKind = Literal["started", "progress", "batch", "idle", "terminated"]
 
 
 @dataclass(frozen=True)
@@ -19,8 +19,10 @@ class ProgressRecord:
 
     Attributes:
         ts: when it was recorded, in seconds since the epoch (wall clock of the driver).
-        event: ``started`` (the query started), ``progress`` (a micro-batch finished), ``idle``
-            (a trigger found no new data) or ``terminated`` (the query ended).
+        event: ``started`` (the query started), ``progress`` (a micro-batch finished, as Spark
+            reports it), ``batch`` (what the platform's writer did with a micro-batch's rows:
+            ``counts``), ``idle`` (a trigger found no new data) or ``terminated`` (the query
+            ended).
         stream: the stream's name (the Spark query name).
         run_id: the Dagster run (or other owner) that ran the query; empty when unknown.
         progress: for ``progress``, Spark's StreamingQueryProgress as a dict (its JSON).
@@ -31,6 +33,8 @@ class ProgressRecord:
         pid: the driver process that ran the query (so a reader on the same host can tell a
             killed run from a quiet one); 0 when unknown.
         host: the driver's host name.
+        batch_id: for ``batch``, the micro-batch.
+        counts: for ``batch``, ``rows_in``, ``rows_out``, ``rows_late`` and ``rows_quarantined``.
     """
 
     ts: float
@@ -43,6 +47,8 @@ class ProgressRecord:
     error: str | None = None
     pid: int = 0
     host: str = ""
+    batch_id: int | None = None
+    counts: Mapping[str, int] | None = None
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, "", 0)},

@@ -6,7 +6,17 @@ import dagster as dg
 from pyspark.sql.types import StructType
 
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.streams.registry import StreamDefinition, StreamRegistry
+from platform_pipelines.lakehouse.tables import LATE_TABLE, QUARANTINE_TABLE
+from platform_pipelines.streams.declare import IngestStream, Stream
+
+# The platform's shared tables: what they hold (their writers are listed on the asset).
+SHARED_DESCRIPTIONS = {
+    QUARANTINE_TABLE: "Records from Kafka that did not enter the platform: the reason (every rule "
+    "they break), the raw value (or the original bytes when it is not valid UTF-8 or too large), "
+    "the source topic and the Kafka position. Nothing is lost.",
+    LATE_TABLE: "Rows a stream's watermark refused: the stream, the reason, how late each was, the "
+    "watermark that judged it and the row itself as JSON, so it can be inspected and replayed.",
+}
 
 
 def column_schema(schema: StructType) -> dg.TableSchema:
@@ -32,16 +42,17 @@ def topic_spec(topic: str, description: str) -> dg.AssetSpec:
     )
 
 
-def table_spec(table: str, schema: StructType, writers: list[StreamDefinition],
+def table_spec(table: str, schema: StructType, writers: list[Stream],
                lakehouse: Lakehouse) -> dg.AssetSpec:  # fmt: skip
     """The asset of one Delta table; a table several streams write (quarantine) lists them all."""
     main = writers[0]
+    shared = table in SHARED_DESCRIPTIONS
     return dg.AssetSpec(
         key=table,
         deps=sorted({w.upstream for w in writers}),
-        description=main.output_descriptions.get(table, main.description),
+        description=SHARED_DESCRIPTIONS.get(table, main.description),
         kinds={"spark", "delta"},
-        group_name=main.layer,
+        group_name="platform" if shared else main.layer,
         metadata={
             "table_path": dg.MetadataValue.path(str(lakehouse.table(table))),
             "checkpoint": dg.MetadataValue.path(str(lakehouse.checkpoint(main.name))),
@@ -52,13 +63,13 @@ def table_spec(table: str, schema: StructType, writers: list[StreamDefinition],
     )
 
 
-def all_specs(registry: StreamRegistry, lakehouse: Lakehouse) -> list[dg.AssetSpec]:
+def all_specs(streams: list[Stream], lakehouse: Lakehouse) -> list[dg.AssetSpec]:
     """Topics first, then one spec per table in the order the streams are declared."""
-    topics = {s.upstream: s.upstream_description for s in registry if s.upstream_is_topic}
+    topics = {s.source.topic: s.source.description for s in streams if isinstance(s, IngestStream)}
     specs = [topic_spec(topic, text) for topic, text in sorted(topics.items())]
-    writers: dict[str, list[StreamDefinition]] = {}
+    writers: dict[str, list[Stream]] = {}
     schemas: dict[str, StructType] = {}
-    for stream in registry:
+    for stream in streams:
         for table, schema in stream.outputs.items():
             writers.setdefault(table, []).append(stream)
             schemas.setdefault(table, schema)

@@ -7,7 +7,7 @@ import dagster as dg
 from pydantic import Field, ValidationInfo, field_validator
 
 from platform_pipelines.runtime.runner import RunOptions
-from platform_pipelines.streams.registry import StreamDefinition
+from platform_pipelines.streams.declare import Stream
 
 
 class StreamMode(Enum):
@@ -32,7 +32,8 @@ class StreamOverride(dg.Config):
         default=None, description="This stream's trigger interval (default: the job's)."
     )
     max_offsets_per_trigger: int | None = Field(
-        default=None, description="This stream's Kafka records per batch (default: the job's)."
+        default=None,
+        description="This stream's Kafka records per catch-up batch (default: the job's).",
     )
 
     _check = field_validator("trigger_interval_seconds", "max_offsets_per_trigger")(_at_least_one)
@@ -43,8 +44,9 @@ class StreamRunConfig(dg.Config):
 
     mode: StreamMode = Field(
         default=StreamMode.continuous,
-        description="continuous: trigger every trigger_interval_seconds until the run is "
-        "cancelled. catch_up: process the backlog available now (availableNow), then end the run.",
+        description="catch_up: process what is available now, stream by stream (upstream first), "
+        "then end the run. continuous: the same, then trigger every trigger_interval_seconds "
+        "until the run is cancelled.",
     )
     trigger_interval_seconds: int | None = Field(
         default=None,
@@ -52,7 +54,9 @@ class StreamRunConfig(dg.Config):
     )
     max_offsets_per_trigger: int | None = Field(
         default=50_000,
-        description="At most this many Kafka records per micro-batch; null for no limit.",
+        description="At most this many Kafka records per micro-batch while catching up; null "
+        "for no limit. Continuous triggers read every partition to its end (a limit would read "
+        "partitions at different event times and the watermark would drop on-time rows).",
     )
     progress_log_interval_seconds: int = Field(
         default=30, description="How often progress is logged and recorded as a materialization."
@@ -66,7 +70,7 @@ class StreamRunConfig(dg.Config):
         "trigger_interval_seconds", "max_offsets_per_trigger", "progress_log_interval_seconds"
     )(_at_least_one)
 
-    def selected(self, streams: Sequence[StreamDefinition]) -> list[StreamDefinition]:
+    def selected(self, streams: Sequence[Stream]) -> list[Stream]:
         """The job's streams that this run enables; unknown names in ``streams`` are refused."""
         known = [s.name for s in streams]
         unknown = sorted(set(self.streams) - set(known))
@@ -77,7 +81,7 @@ class StreamRunConfig(dg.Config):
             )
         return [s for s in streams if self.streams.get(s.name, StreamOverride()).enabled]
 
-    def run_options(self, stream: StreamDefinition) -> RunOptions:
+    def run_options(self, stream: Stream) -> RunOptions:
         """How ``stream`` runs: its override, else the job's setting, else its declaration."""
         override = self.streams.get(stream.name, StreamOverride())
         seconds = (

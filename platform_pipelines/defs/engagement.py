@@ -53,3 +53,12 @@ daily_engagement_schedule = dg.build_schedule_from_partitioned_job(
     hour_of_day=1,
     description="Every day at 01:00 UTC, computes yesterday's daily_engagement.",
 )
+
+
+def engagement_definitions() -> dg.Definitions:
+    """The daily_engagement asset, its job and schedule."""
+    return dg.Definitions(
+        assets=[daily_engagement_asset],
+        jobs=[daily_engagement_job],
+        schedules=[daily_engagement_schedule],
+    )

@@ -1,8 +1,11 @@
 """Dagster jobs that own streams: one per declared stream, and one running them all together.
 
-The op starts the queries and babysits them: it logs progress at a readable interval, records
-materializations with numeric metadata (plotted on the asset page), fails the run with Spark's
-error summarized if a query dies, and stops the queries gracefully when the run is cancelled.
+The op takes its streams' checkpoint locks before it starts a JVM (a second run of a stream is
+refused in a second, naming the run that holds it), runs them (catch-up first, then continuous),
+logs progress at a readable interval, records a materialization when its streams start and when
+they stop, warns in the run log when the Kafka broker stops answering, and on a cancel, Ctrl-C or
+SIGTERM stops the queries at a batch boundary and ends the run CANCELED with one line saying
+where each stopped.
 """
 
 import time
@@ -10,86 +13,78 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.defs.config import StreamRunConfig
+from platform_pipelines.defs.coordinator import STREAMS_TAG
 from platform_pipelines.defs.resources import (
     KafkaResource,
     LakehouseResource,
     SparkStreamingResource,
 )
-from platform_pipelines.health.store import ProgressStore
+from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
+from platform_pipelines.runtime.lock import CheckpointBusyError, CheckpointLocks
 from platform_pipelines.runtime.progress import Progress, describe, progress_metrics
 from platform_pipelines.runtime.recorder import ProgressRecorder
-from platform_pipelines.runtime.runner import (
-    CheckpointBusyError,
-    CheckpointDamagedError,
-    StreamFailedError,
-    run_streams,
-    trigger_seconds,
-)
+from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams, trigger_seconds
+from platform_pipelines.runtime.supervisor import StreamFailedError
+from platform_pipelines.runtime.watch import BrokerWatch
 from platform_pipelines.settings import get_settings
-from platform_pipelines.streams.registry import StreamContext, StreamDefinition
+from platform_pipelines.streams.declare import Stream, asset_key
+from platform_pipelines.streams.query import StreamContext
 
 STREAM_TAG = "platform/stream"
+FAILURE_TAG = "platform/failure"  # on a run's failure metadata: what kind (see health.restart)
+_FAILURES = {CheckpointBusyError: "checkpoint_busy", CheckpointDamagedError: "checkpoint_damaged",
+             StreamFailedError: "stream_failed"}  # fmt: skip
 
 
-class ProgressReporter:
-    """Turns query progress into log lines and asset materializations, at most once an interval."""
+class ProgressLog:
+    """Turns query progress into a readable log line per stream, at most once an interval."""
 
-    def __init__(
-        self,
-        context: dg.OpExecutionContext,
-        streams: Sequence[StreamDefinition],
-        interval_seconds: float,
-    ) -> None:
+    def __init__(self, context: dg.OpExecutionContext, interval_seconds: float) -> None:
         self._context = context
-        self._streams = {s.name: s for s in streams}
         self._interval = interval_seconds
-        self._last_emit: dict[str, float] = {}
-        self._pending: dict[str, dict[str, float | int]] = {}
+        self._last: dict[str, float] = {}
+        self._rows: dict[str, int] = {}
         self.batches: dict[str, int] = {}
 
     def on_progress(self, name: str, progress: Progress) -> None:
         metrics = progress_metrics(progress)
-        pending = self._pending.get(name)
-        if pending:  # rows accumulate across the batches between two reports
-            for key in ("rows_in", "rows_out"):
-                if key in metrics and key in pending:
-                    metrics[key] += int(pending[key])
-        self._pending[name] = metrics
+        self._rows[name] = self._rows.get(name, 0) + int(metrics["rows_in"])
         self.batches[name] = self.batches.get(name, 0) + 1
-        if time.monotonic() - self._last_emit.get(name, 0.0) >= self._interval:
-            self.flush(name)
+        if time.monotonic() - self._last.get(name, 0.0) >= self._interval:
+            self._last[name] = time.monotonic()
+            self._context.log.info(describe(name, metrics))
 
-    def flush(self, name: str | None = None) -> None:
-        for stream in [name] if name else list(self._pending):
-            metrics = self._pending.pop(stream, None)
-            if metrics is None:
-                continue
-            self._last_emit[stream] = time.monotonic()
-            self._context.log.info(describe(stream, metrics))
-            self._context.log_event(
-                dg.AssetMaterialization(
-                    asset_key=next(iter(self._streams[stream].outputs)),  # its main table
-                    description=f"Progress of streaming query {stream}",
-                    metadata={
-                        k: dg.MetadataValue.int(v)
-                        if isinstance(v, int)
-                        else dg.MetadataValue.float(v)
-                        for k, v in metrics.items()
-                    },
-                )
-            )
+    def rows(self, name: str) -> int:
+        return self._rows.get(name, 0)
 
 
-def make_stream_op(name: str, streams: Sequence[StreamDefinition]) -> dg.OpDefinition:
-    """The op that runs ``streams`` in one SparkSession until done, failed or cancelled."""
+def _materialize(context: dg.OpExecutionContext, streams: Sequence[Stream], what: str,
+                 log: ProgressLog | None = None) -> None:  # fmt: skip
+    """A materialization of each stream's table, naming this run; the health sensor reports the
+    checks after it, so the Checks tab always shows results newer than the table's state."""
+    for stream in streams:
+        metadata: dict[str, dg.MetadataValue] = {
+            "run": dg.MetadataValue.dagster_run(context.run_id),
+            "job": dg.MetadataValue.text(context.job_name),
+            "running": dg.MetadataValue.bool(what == "started"),
+        }
+        if log is not None:
+            metadata["rows_read_in_run"] = dg.MetadataValue.int(log.rows(stream.name))
+            metadata["batches_in_run"] = dg.MetadataValue.int(log.batches.get(stream.name, 0))
+        context.log_event(dg.AssetMaterialization(
+            asset_key=asset_key(stream), metadata=metadata,
+            description=f"Stream {stream.name} {what} in run {context.run_id[:8]} of {context.job_name}",
+        ))  # fmt: skip
+
+
+def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
+    """The op that runs ``streams`` in one SparkSession until done, failed or stopped."""
     names = ", ".join(s.name for s in streams)
 
-    @dg.op(
-        name=f"run_{name}",
-        description=f"Starts and babysits the streaming queries: {names}.",
-        tags={STREAM_TAG: name},
-    )
+    @dg.op(name=f"run_{name}", description=f"Starts and babysits the streaming queries: {names}.",
+           tags={STREAM_TAG: name})  # fmt: skip
     def run_op(
         context: dg.OpExecutionContext,
         config: StreamRunConfig,
@@ -97,52 +92,64 @@ def make_stream_op(name: str, streams: Sequence[StreamDefinition]) -> dg.OpDefin
         kafka: KafkaResource,
         lakehouse: LakehouseResource,
     ) -> None:
-        try:
-            chosen = config.selected(streams)
-        except ValueError as error:
-            raise dg.Failure(description=str(error)) from None
-        ctx = StreamContext(
-            spark=spark.get_session(),
-            lakehouse=lakehouse.lakehouse(),
-            kafka_bootstrap_servers=kafka.servers(),
-        )
-        reporter = ProgressReporter(context, chosen, config.progress_log_interval_seconds)
+        chosen = _chosen(config, streams)
+        lake = lakehouse.lakehouse()
+        owner = f"run {context.run_id[:8]} of {context.job_name}"
+        checkpoints = {s.name: lake.checkpoint(s.name) for s in chosen}
+        log = ProgressLog(context, config.progress_log_interval_seconds)
         options = {s.name: config.run_options(s) for s in chosen}
         recorder = ProgressRecorder(
-            ProgressStore(get_settings().progress_dir),
-            run_id=context.run_id,
-            trigger_seconds={name: trigger_seconds(o) for name, o in options.items()},
-        )
+            ProgressStore(get_settings().progress_dir), run_id=context.run_id,
+            trigger_seconds={n: trigger_seconds(o) for n, o in options.items()},
+        )  # fmt: skip
         try:
-            run_streams(
-                ctx,
-                chosen,
-                options,
-                reporter.on_progress,
-                on_start=lambda s: context.log.info(f"Starting stream {s} ({config.mode.value})"),
-                recorder=recorder,
-            )
+            with CheckpointLocks(checkpoints, owner), stop_requests() as stop:
+                ctx = StreamContext(spark.get_session(), lake, kafka.servers(),
+                                    on_batch=recorder.record_batch)  # fmt: skip
+                watch = BrokerWatch(kafka.servers(), [s for s in chosen if s.topic], context.log)
+                _materialize(context, chosen, "started")
+                run_streams(ctx, chosen, options, log.on_progress,
+                            on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
+                            recorder=recorder, stop=stop, lock=False, watch=watch.check)  # fmt: skip
+        except GracefulStop as done:
+            _materialize(context, chosen, "stopped", log)
+            _cancel(context, done)
         except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError) as error:
-            raise dg.Failure(description=str(error)) from error
-        finally:
-            reporter.flush()
-        context.log.info(f"All streams done: {reporter.batches} batches")
+            kind = _FAILURES[type(error)]
+            raise dg.Failure(description=str(error),
+                             metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}) from None  # fmt: skip
+        _materialize(context, chosen, "finished", log)
+        context.log.info(f"All streams done: {log.batches} batches")
 
     return run_op
 
 
-def make_stream_job(
-    name: str, streams: Sequence[StreamDefinition], description: str
-) -> dg.JobDefinition:
-    """A job with one op owning ``streams``. Runs in-process: one Python process, one JVM."""
-    op_def = make_stream_op(name, streams)
+def _chosen(config: StreamRunConfig, streams: Sequence[Stream]) -> list[Stream]:
+    try:
+        return config.selected(streams)
+    except ValueError as error:
+        raise dg.Failure(description=str(error),
+                         metadata={FAILURE_TAG: dg.MetadataValue.text("invalid_config")}) from None  # fmt: skip
 
-    @dg.job(
-        name=name,
-        description=description,
-        executor_def=dg.in_process_executor,
-        tags={STREAM_TAG: name},
-    )
+
+def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:
+    """End the run CANCELED: a stop asked for by a user (Ctrl-C, SIGTERM, the UI's Terminate) is
+    a cancel, not a failure. Dagster records the interrupted step after this line."""
+    line = done.line()
+    context.log.info(line)
+    run = context.instance.get_run_by_id(context.run_id)
+    if run is not None and run.status is not dg.DagsterRunStatus.CANCELING:
+        context.instance.report_run_canceling(run, message=f"Stop requested by {done.reason}.")
+    raise dg.DagsterExecutionInterruptedError(line)
+
+
+def make_stream_job(name: str, streams: Sequence[Stream], description: str) -> dg.JobDefinition:
+    """A job with one op owning ``streams``. Runs in-process: one Python process, one JVM. Its
+    tags name every stream it holds, so the run coordinator can refuse an overlapping launch."""
+    op_def = make_stream_op(name, streams)
+    tags = {STREAM_TAG: name, STREAMS_TAG: ",".join(s.name for s in streams)}
+
+    @dg.job(name=name, description=description, executor_def=dg.in_process_executor, tags=tags)
     def stream_job() -> None:
         op_def()
 

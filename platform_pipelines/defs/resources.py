@@ -26,22 +26,34 @@ class SparkStreamingResource(dg.ConfigurableResource):
         description="Spark master URL: local[*] (default) or a cluster such as spark://host:7077.",
     )
     state_partitions: int = Field(
-        default=4,
+        default_factory=lambda: get_settings().state_partitions,
         description=(
-            "spark.sql.shuffle.partitions. Fixed into each checkpoint when it is created: "
-            "existing streams keep their count on restart; a new value applies to new checkpoints."
+            "spark.sql.shuffle.partitions (PLATFORM_STATE_PARTITIONS). Fixed into each checkpoint "
+            "when it is created: existing streams keep their count on restart; a new value "
+            "applies to new checkpoints."
         ),
     )
-    min_batches_to_retain: int = Field(default=20, description="Checkpoint versions kept.")
-    driver_memory: str = Field(default="2g", description="Driver JVM heap, e.g. 2g.")
-    ui_enabled: bool = Field(default=True, description="Serve the Spark UI on port 4040.")
+    min_batches_to_retain: int = Field(
+        default_factory=lambda: get_settings().min_batches_to_retain,
+        description="Checkpoint versions kept (PLATFORM_MIN_BATCHES_TO_RETAIN).",
+    )
+    driver_memory: str = Field(
+        default_factory=lambda: get_settings().driver_memory,
+        description="Driver JVM heap, e.g. 2g (PLATFORM_DRIVER_MEMORY).",
+    )
+    ui_enabled: bool = Field(
+        default_factory=lambda: get_settings().spark_ui_enabled,
+        description="Serve the Spark UI on port 4040 (PLATFORM_SPARK_UI_ENABLED).",
+    )
     spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings.")
 
     _session: SparkSession | None = PrivateAttr(default=None)
     _owns_session: bool = PrivateAttr(default=False)
 
     def options(self) -> SparkOptions:
-        return SparkOptions(
+        """The session's options: the deployment's settings with this run's values."""
+        return SparkOptions.from_settings(
+            get_settings(),
             master=self.master,
             state_partitions=self.state_partitions,
             min_batches_to_retain=self.min_batches_to_retain,

@@ -1,20 +1,20 @@
-"""One health evaluation of every stream: the judgements, joined with what they are judged on.
+"""One health evaluation of every stream: the cheap judgements, joined with what they judge.
 
-Reads only files (progress records, checkpoints) and asks the Kafka broker for its end offsets:
-no JVM, so sensors and the CLI call it every few seconds. Dagster-specific parts (run status, check
-results) live in ``defs/health.py``; this module is shared with ``platform status``.
+Reads only files (progress records, checkpoints, Delta logs) and asks the Kafka broker for its
+end offsets: no JVM, so the sensor and the CLI call it every few seconds. The caller supplies the
+run state of each stream (from Dagster, or from the records alone).
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.verdict import Status, Verdict, worst
 from platform_pipelines.health.checkpoint import (
     CheckpointExpectations,
     CheckpointFacts,
@@ -23,56 +23,22 @@ from platform_pipelines.health.checkpoint import (
     kafka_committed_offsets,
     kafka_lag,
 )
-from platform_pipelines.health.judgements import (
-    HealthPolicy,
-    RunState,
-    judge_falling_behind,
-    judge_late_data,
-    judge_liveness,
-    judge_state_growth,
-    progress_observation,
-)
-from platform_pipelines.health.records import ProgressRecord
-from platform_pipelines.health.store import ProgressStore
-from platform_pipelines.health.verdict import Status, Verdict, worst
-
-if TYPE_CHECKING:
-    from platform_pipelines.lakehouse.delta import Lakehouse
-    from platform_pipelines.streams.registry import StreamRegistry
+from platform_pipelines.health.late_data import judge_late_data
+from platform_pipelines.health.liveness import judge_liveness
+from platform_pipelines.health.metrics import stream_metrics
+from platform_pipelines.health.policy import HealthPolicy
+from platform_pipelines.health.progress import batches
+from platform_pipelines.health.runs import RunState
+from platform_pipelines.health.state_growth import judge_state_growth
+from platform_pipelines.health.throughput import Lag, judge_falling_behind
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.lakehouse.delta_log import committed_version, rows_behind
+from platform_pipelines.streams.declare import Stream, asset_key
 
 # The cheap checks, evaluated by the sensor from files; their names are the asset checks' names.
 CHEAP_CHECKS = ("liveness", "falling_behind", "state_growth", "late_data", "checkpoint")
-RECORDS_PER_EVALUATION = 60
-
-
-@dataclass(frozen=True)
-class StreamTarget:
-    """What the health layer knows of a declared stream (plain data, no Spark)."""
-
-    name: str
-    asset: str  # the asset key of its main output table
-    checkpoint: Path
-    topic: str | None = None  # the Kafka topic it reads, if any
-
-
-@dataclass(frozen=True)
-class StreamHealth:
-    """The verdicts on one stream, and the numbers for the UI's plots."""
-
-    target: StreamTarget
-    verdicts: list[Verdict]
-    observation: dict[str, float | int]
-    latest: ProgressRecord | None
-    checkpoint: CheckpointFacts
-    run: RunState
-    broker_lag: int | None = None
-
-    @property
-    def status(self) -> Status:
-        return worst(self.verdicts)
-
-    def verdict(self, check: str) -> Verdict:
-        return next(v for v in self.verdicts if v.check == check)
+RECORDS_PER_EVALUATION = 80
+RunStates = Callable[[Stream, Sequence[ProgressRecord]], RunState]
 
 
 @dataclass(frozen=True)
@@ -83,71 +49,59 @@ class HealthConfig:
     expectations: CheckpointExpectations = field(default_factory=CheckpointExpectations)
 
 
-def stream_targets(registry: StreamRegistry, lakehouse: Lakehouse) -> list[StreamTarget]:
-    """The health layer's view of every declared stream."""
-    return [
-        StreamTarget(
-            name=s.name,
-            asset=s.name,
-            checkpoint=lakehouse.checkpoint(s.name),
-            topic=s.upstream if s.upstream_is_topic else None,
-        )
-        for s in registry
-    ]
+@dataclass(frozen=True)
+class Broker:
+    """What the broker said: end offsets by topic, or why it said nothing."""
+
+    address: str
+    end_offsets: Mapping[str, Mapping[int, int]] | None
+    error: str = ""
+
+    @property
+    def down(self) -> str:
+        return f"the Kafka broker at {self.address} does not answer ({self.error})"
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, owned by someone else
-    return True
+@dataclass(frozen=True)
+class StreamHealth:
+    """The verdicts on one stream, and the numbers for the UI's plots."""
+
+    stream: Stream
+    verdicts: list[Verdict]
+    metrics: dict[str, float | int]
+    latest: ProgressRecord | None
+    checkpoint: CheckpointFacts
+    run: RunState
+    lag: Lag | None = None
+    last_batch_id: int = -1
+    last_batch_at: float | None = None
+
+    @property
+    def asset(self) -> str:
+        return asset_key(self.stream)
+
+    @property
+    def status(self) -> Status:
+        return worst(self.verdicts)
+
+    def verdict(self, check: str) -> Verdict:
+        return next(v for v in self.verdicts if v.check == check)
 
 
-def process_gone(record: ProgressRecord | None, alive: Callable[[int], bool] = pid_alive) -> bool:
-    """Whether the driver that wrote ``record`` ran on this host and no longer exists."""
-    return (
-        record is not None
-        and bool(record.pid)
-        and record.host == socket.gethostname()
-        and not alive(record.pid)
-    )
-
-
-def run_state_from_records(
-    records: Sequence[ProgressRecord], alive: Callable[[int], bool] = pid_alive
-) -> RunState:
-    """The run state as the records alone tell it (for the CLI, which has no run status)."""
-    if not records:
-        return RunState("never_run", "no progress recorded")
-    # Progress of a query's last batch may be recorded just after its end (the listener is
-    # asynchronous): the newest start or end says whether it runs.
-    last = next((r for r in reversed(records) if r.event in ("started", "terminated")), records[-1])
-    if last.event == "terminated":
-        if last.error_class:
-            return RunState("failed", f"run {last.run_id[:8]} failed: {last.error_class}")
-        return RunState("stopped", f"run {last.run_id[:8]} stopped")
-    if process_gone(last, alive):
-        return RunState("failed", f"the process of run {last.run_id[:8]} (pid {last.pid}) is gone")
-    return RunState("running", f"run {last.run_id[:8]}")
-
-
-def broker_end_offsets(
-    bootstrap: str, topics: Sequence[str], timeout_s: float = 2.0
-) -> dict[str, dict[int, int]] | None:
-    """End offsets of ``topics`` in one connection; None if the broker does not answer."""
+def ask_broker(
+    bootstrap: str | None, topics: Sequence[str], timeout_s: float = 2.0
+) -> Broker | None:
+    """End offsets of ``topics`` in one connection; None without a broker address or topics."""
     from platform_pipelines.kafka.admin import end_offsets_many
 
-    if not topics:
-        return {}
+    if not bootstrap or not topics:
+        return None
     if not _reachable(bootstrap):
-        return None
+        return Broker(bootstrap, None, "connection refused")
     try:
-        return end_offsets_many(bootstrap, sorted(set(topics)), timeout_s=timeout_s)
-    except Exception:  # unreachable or timed out: lag is unknown, not an error of the stream
-        return None
+        return Broker(bootstrap, end_offsets_many(bootstrap, sorted(set(topics)), timeout_s))
+    except Exception as error:  # timed out, unknown topic...: lag is unknown, say why
+        return Broker(bootstrap, None, type(error).__name__)
 
 
 def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
@@ -163,51 +117,70 @@ def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
     return False
 
 
+def stream_lag(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts,
+               broker: Broker | None) -> Lag | None:  # fmt: skip
+    """How far ``stream`` is behind its input, counted outside Spark; None when not measurable."""
+    if stream.topic is not None:
+        what = f"Kafka topic {stream.topic}"
+        if broker is None:
+            return None
+        if broker.end_offsets is None:
+            return Lag(what, None, broker.down)
+        committed = {stream.topic: kafka_committed_offsets(facts).get(stream.topic, {})}
+        ends = {stream.topic: dict(broker.end_offsets.get(stream.topic, {}))}
+        return Lag(what, kafka_lag(committed, ends))
+    upstream = lakehouse.table(stream.upstream)
+    position = committed_version(lakehouse.checkpoint(stream.name))
+    behind = rows_behind(upstream, position if position is not None else 0)
+    return None if behind is None else Lag(f"table {stream.upstream}", behind)
+
+
 def evaluate_stream(
-    target: StreamTarget,
+    stream: Stream,
+    lakehouse: Lakehouse,
     records: Sequence[ProgressRecord],
     run: RunState,
-    end_offsets: Mapping[str, Mapping[int, int]] | None,
+    broker: Broker | None,
     now: float,
     config: HealthConfig = HealthConfig(),
 ) -> StreamHealth:
     """Every cheap judgement of one stream."""
-    facts = inspect_checkpoint(target.checkpoint)
-    lag = None
-    if target.topic and end_offsets is not None and target.topic in end_offsets:
-        committed = kafka_committed_offsets(facts)
-        topic_committed = {target.topic: committed.get(target.topic, {})}
-        lag = kafka_lag(topic_committed, {target.topic: end_offsets[target.topic]})
+    facts = inspect_checkpoint(lakehouse.checkpoint(stream.name))
+    lag = stream_lag(stream, lakehouse, facts, broker)
+    cause = lag.unknown_because if lag is not None and lag.records is None else None
     policy = config.policy
     verdicts = [
-        judge_liveness(records, run, now, policy),
+        judge_liveness(records, run, now, policy, cause=cause),
         judge_falling_behind(records, lag, policy),
         judge_state_growth(records, policy),
-        judge_late_data(records, policy),
+        judge_late_data(records, policy, stream.name),
         checkpoint_verdict(facts, config.expectations),
     ]
-    observation = progress_observation(records, lag, now)
-    observation["checkpoint_bytes"] = facts.total_bytes
-    return StreamHealth(target, verdicts, observation, records[-1] if records else None, facts,
-                        run, lag)  # fmt: skip
+    done = batches(records)
+    metrics = stream_metrics(records, lag, facts.total_bytes if facts.exists else None)
+    last = done[-1] if done else None
+    return StreamHealth(
+        stream, verdicts, metrics, records[-1] if records else None, facts, run, lag,
+        last_batch_id=int((last.progress or {}).get("batchId", -1)) if last else -1,
+        last_batch_at=last.ts if last else None,
+    )  # fmt: skip
 
 
 def evaluate_all(
-    targets: Sequence[StreamTarget],
+    streams: Sequence[Stream],
+    lakehouse: Lakehouse,
     store: ProgressStore,
-    run_states: Callable[[StreamTarget, Sequence[ProgressRecord]], RunState],
+    run_states: RunStates,
     bootstrap: str | None,
     now: float | None = None,
     config: HealthConfig = HealthConfig(),
 ) -> list[StreamHealth]:
     """Evaluate every stream; the broker is asked once for all topics."""
     now = time.time() if now is None else now
-    topics = [t.topic for t in targets if t.topic]
-    end_offsets = broker_end_offsets(bootstrap, topics) if bootstrap else None
+    broker = ask_broker(bootstrap, [s.topic for s in streams if s.topic])
     results = []
-    for target in targets:
-        records = store.recent(target.name, RECORDS_PER_EVALUATION)
-        results.append(
-            evaluate_stream(target, records, run_states(target, records), end_offsets, now, config)
-        )
+    for stream in streams:
+        records = store.recent(stream.name, RECORDS_PER_EVALUATION)
+        run = run_states(stream, records)
+        results.append(evaluate_stream(stream, lakehouse, records, run, broker, now, config))
     return results

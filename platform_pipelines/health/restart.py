@@ -1,6 +1,9 @@
 """When to relaunch a stream whose run failed: exponential backoff, a cap, and reasons to refuse.
 
-Pure decisions over plain numbers, so the auto-restart sensor's behaviour is unit-tested.
+Pure decisions over plain numbers and names, so the auto-restart sensor's behaviour is unit-tested.
+A failure that can only fail again (the checkpoint is held by another run or damaged, the run's
+configuration or a stream declaration is invalid) is never relaunched: ``classify_failure``
+says so and why.
 """
 
 from __future__ import annotations
@@ -8,7 +11,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Action = Literal["restart", "wait", "give_up"]
+Action = Literal["restart", "wait", "give_up", "refuse"]
+
+# The failure kinds a stream run reports (``platform/failure`` on its failure), and why each can
+# only fail again. Anything else (a query that died, a process that vanished) may be transient.
+PERMANENT_FAILURES = {
+    "checkpoint_busy": "another run holds the stream's checkpoint; relaunching would only be "
+    "refused again",
+    "checkpoint_damaged": "the checkpoint is damaged; a relaunch would be refused until it is "
+    "repaired or reset",
+    "invalid_config": "the run's configuration is invalid; the same configuration fails again",
+    "invalid_declaration": "a stream declaration is invalid; fix the declaration",
+}
+# Dagster error classes that mean the configuration itself is wrong.
+CONFIG_ERRORS = ("DagsterInvalidConfigError", "DagsterTypeCheckDidNotPass", "ValidationError")
+
+
+def classify_failure(kind: str | None, error_class: str | None = None) -> str | None:
+    """Why a failure can only fail again, or None when a relaunch may help.
+
+    Args:
+        kind: the ``platform/failure`` the run reported (see ``PERMANENT_FAILURES``).
+        error_class: the class name of the run's error, when it reported no kind.
+    """
+    if kind in PERMANENT_FAILURES:
+        return PERMANENT_FAILURES[kind]
+    if error_class and any(name in error_class for name in CONFIG_ERRORS):
+        return PERMANENT_FAILURES["invalid_config"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -45,9 +75,12 @@ def decide(
     ended_at: float,
     now: float,
     policy: RestartPolicy = RestartPolicy(),
+    permanent: str | None = None,
 ) -> Decision:
     """What to do with a failed run that was relaunch number ``attempt`` of its incident
-    (0 for a run a user launched)."""
+    (0 for a run a user launched); ``permanent`` is ``classify_failure``'s answer."""
+    if permanent:
+        return Decision("refuse", attempt, reason=f"not relaunched: {permanent}")
     if ended_at - started_at >= policy.healthy_after_seconds:
         attempt = 0
     if attempt >= policy.max_attempts:

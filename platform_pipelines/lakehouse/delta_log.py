@@ -117,3 +117,36 @@ def _version(offset: dict[str, Any] | None, checkpoint: Path, batch_id: int) -> 
             "maxFilesPerTrigger/maxBytesPerTrigger option from the stream."
         )
     return int(offset["reservoirVersion"])
+
+
+def latest_version(table: Path) -> int | None:
+    """The newest committed version of ``table``; None when it has no commit."""
+    log = Path(table) / "_delta_log"
+    if not log.is_dir():
+        return None
+    versions = [int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit()]
+    return max(versions, default=None)
+
+
+def rows_behind(table: Path, next_version: int) -> int | None:
+    """Rows ``table`` gained from ``next_version`` on (what a reader positioned there has not read
+    yet); None when the table has no commit or its statistics have no row counts."""
+    latest = latest_version(table)
+    if latest is None:
+        return None
+    files = added_files(table, next_version, latest + 1)
+    if any(f.records is None for f in files):
+        return None
+    return sum(f.records or 0 for f in files)
+
+
+def committed_version(checkpoint: Path) -> int | None:
+    """The upstream version a stream's checkpoint will read next: the Delta source offset of its
+    newest committed batch (None before the first commit or without a Delta source)."""
+    commits = [
+        int(p.name) for p in (Path(checkpoint) / "commits").glob("[0-9]*") if p.name.isdigit()
+    ]
+    if not commits:
+        return None
+    offset = delta_source_offset(checkpoint, max(commits))
+    return None if offset is None else int(offset["reservoirVersion"])

@@ -62,6 +62,12 @@ class ProgressRecorder(StreamingQueryListener):
         except OSError:
             self.failures += 1
 
+    def record_batch(self, stream: str, batch_id: int, counts: object) -> None:
+        """What the stream's writer did with a micro-batch (``streams.sink.BatchCounts``)."""
+        fields = {k: int(getattr(counts, k)) for k in
+                  ("rows_in", "rows_out", "rows_late", "rows_quarantined")}  # fmt: skip
+        self.record(stream, "batch", batch_id=batch_id, counts=fields)
+
     def record_end(self, stream: str, error: BaseException | None = None) -> None:
         """The query of ``stream`` ended (cleanly when ``error`` is None); recorded once."""
         with self._lock:

@@ -63,9 +63,13 @@ def start_stream(ctx: StreamContext, stream: Stream, options: RunOptions, phase:
     for table, schema in {**stream.outputs, LEDGER_TABLE: LEDGER}.items():
         ctx.lakehouse.ensure_table(ctx.spark, table, schema)
     catch_up = phase == "catch_up"
-    ctx = replace(ctx, max_offsets_per_trigger=options.max_offsets_per_trigger if catch_up else None)
+    ctx = replace(
+        ctx, max_offsets_per_trigger=options.max_offsets_per_trigger if catch_up else None
+    )
     checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
-    writer = build_query(ctx, stream).queryName(stream.name).option("checkpointLocation", checkpoint)
+    writer = (
+        build_query(ctx, stream).queryName(stream.name).option("checkpointLocation", checkpoint)
+    )
     if catch_up:
         return writer.trigger(availableNow=True).start()
     return writer.trigger(processingTime=options.processing_time).start()
@@ -101,13 +105,15 @@ def run_streams(
     stop: StopRequest | None = None,
     owner: str = "",
     lock: bool = True,
+    watch: Callable[[], None] | None = None,
 ) -> Supervisor:
     """Run ``streams`` (upstream first) to the end of a catch-up run, or until ``stop`` is set.
 
     ``options`` applies to every stream, or maps each stream's name to its own. A ``recorder``
     persists every query event to the progress store while the streams run. ``owner`` (a run id)
     is recorded in the checkpoint locks so that a refused run can name the one that holds them;
-    a caller that took the locks itself (before starting a JVM) passes ``lock=False``.
+    a caller that took the locks itself (before starting a JVM) passes ``lock=False``. ``watch``
+    is called on every poll of the supervisor (say, to log a broker outage).
 
     Raises:
         CheckpointBusyError: another run holds one of the streams.
@@ -117,7 +123,7 @@ def run_streams(
     """
     per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
     on_end = recorder.record_end if recorder else lambda name, error: None
-    supervisor = Supervisor(on_progress, on_end=on_end, stop=stop)
+    supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watch)
     checkpoints = {s.name: ctx.lakehouse.checkpoint(s.name) for s in streams} if lock else {}
     with CheckpointLocks(checkpoints, owner):
         if recorder:
@@ -126,7 +132,9 @@ def run_streams(
             for stream in streams:
                 on_start(stream.name, "catch_up")
                 query = start_stream(ctx, stream, per_stream[stream.name], "catch_up")
-                supervisor.add(stream.name, query, stop_when_caught_up=stream.processing_time_timers)
+                supervisor.add(
+                    stream.name, query, stop_when_caught_up=stream.processing_time_timers
+                )
                 supervisor.wait([stream.name])
             for stream in (s for s in streams if per_stream[s.name].mode == "continuous"):
                 on_start(stream.name, "continuous")

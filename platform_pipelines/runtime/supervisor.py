@@ -36,8 +36,10 @@ class Supervisor:
     """Watches running queries, reports each new progress once and raises when one fails."""
 
     def __init__(self, on_progress: ProgressCallback, on_end: EndCallback = lambda n, e: None,
-                 stop: StopRequest | None = None, poll_seconds: float = 1.0) -> None:  # fmt: skip
+                 stop: StopRequest | None = None, poll_seconds: float = 1.0,
+                 watch: Callable[[], None] | None = None) -> None:  # fmt: skip
         self._on_progress = on_progress
+        self._watch = watch
         self._on_end = on_end
         self._stop = stop or StopRequest()
         self._poll = poll_seconds
@@ -84,6 +86,8 @@ class Supervisor:
 
     def poll(self) -> None:
         """Report new progress of every query; raise StreamFailedError for a dead one."""
+        if self._watch is not None:
+            self._watch()
         for name, query in self._queries.items():
             for progress in query.recentProgress:
                 if int(progress["batchId"]) > self.last_batch[name]:

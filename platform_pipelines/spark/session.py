@@ -14,7 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from platform_pipelines.jvm import ensure_jars, require_java
-from platform_pipelines.settings import get_settings
+from platform_pipelines.settings import PlatformSettings, get_settings
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -43,6 +43,18 @@ class SparkOptions:
     driver_memory: str = "2g"
     ui_enabled: bool = True
     extra_conf: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: PlatformSettings, **overrides: object) -> SparkOptions:
+        """The deployment's options (``PLATFORM_SPARK_MASTER``, ``PLATFORM_STATE_PARTITIONS``...)."""
+        values: dict[str, object] = {
+            "master": settings.spark_master,
+            "state_partitions": settings.state_partitions,
+            "min_batches_to_retain": settings.min_batches_to_retain,
+            "driver_memory": settings.driver_memory,
+            "ui_enabled": settings.spark_ui_enabled,
+        }
+        return cls(**{**values, **overrides})  # type: ignore[arg-type]
 
 
 def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:

@@ -14,6 +14,7 @@ whole (see ``lakehouse.delta_log``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -24,7 +25,7 @@ from pyspark.sql.types import StructType
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 from platform_pipelines.streams.keyed import apply_keyed_logic
-from platform_pipelines.streams.sink import IngestWriter, StageWriter, Target
+from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
 from platform_pipelines.streams.validate import DeclarationError
 from platform_pipelines.streams.watermark import with_watermark
 
@@ -34,13 +35,14 @@ _TIME_MODES = {"event_time": "EventTime", "processing_time": "ProcessingTime", N
 
 @dataclass(frozen=True)
 class StreamContext:
-    """What building a query may use: the session, the lakehouse, the Kafka address and the
-    catch-up batch bound (None for a continuous read)."""
+    """What building a query may use: the session, the lakehouse, the Kafka address, the
+    catch-up batch bound (None for a continuous read) and whom to tell what each batch did."""
 
     spark: SparkSession
     lakehouse: Lakehouse
     kafka_bootstrap_servers: str
     max_offsets_per_trigger: int | None = None
+    on_batch: Callable[[str, int, BatchCounts], None] | None = None
 
     def read_topic(self, topic: str) -> DataFrame:
         """The topic as a stream of Kafka rows, from the earliest offset on a new checkpoint."""

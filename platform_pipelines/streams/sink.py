@@ -18,6 +18,7 @@ writes nothing twice, and no table gets a commit for a batch that has nothing fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -64,6 +65,7 @@ class Target:
     lakehouse: Lakehouse
     stream: str
     query_id: str
+    on_batch: Callable[[str, int, BatchCounts], None] | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -86,6 +88,8 @@ class Target:
                from_ms(clock.timestamp_ms).replace(tzinfo=None))  # fmt: skip
         ledger = batch.sparkSession.createDataFrame([row], LEDGER)
         self.append(ledger, LEDGER_TABLE, f"{LEDGER_TABLE}/{self.stream}/{self.query_id}", batch_id)
+        if self.on_batch is not None:
+            self.on_batch(self.stream, batch_id, counts)
 
 
 class IngestWriter:

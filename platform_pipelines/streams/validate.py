@@ -72,6 +72,13 @@ def source_problems(
     for name in [*source.required, *source.allowed_values]:
         if name not in source.schema:
             problems.append(f"source: {name!r} is not in source.schema; add it or remove it.")
+    kind = source.schema.get(source.event_time or "")
+    if kind is not None and kind != "timestamp":
+        problems.append(f"source.event_time: {source.event_time!r} is declared as {kind!r}, so "
+                        "its distance from the clock cannot be checked; declare it 'timestamp' "
+                        "or set event_time=None.")  # fmt: skip
+    if source.max_record_bytes <= 0:
+        problems.append("source.max_record_bytes: must be positive, e.g. 256 * 1024.")
     return problems
 
 

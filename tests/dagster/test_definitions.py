@@ -9,10 +9,10 @@ import sys
 import dagster as dg
 import pytest
 
-from platform_pipelines.catalog import load_registry
 from platform_pipelines.definitions import ALL_STREAMS_JOB, defs
 from platform_pipelines.defs.config import StreamRunConfig
 from platform_pipelines.settings import REPO_ROOT
+from platform_pipelines.streams.catalog import load_registry
 
 
 @pytest.mark.dagster
@@ -58,6 +58,7 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
         "service_status": ["service_heartbeats_raw"],
         "key_events_raw": ["key_events"],
         "key_counts": ["key_events_raw"],
+        "late_events": ["clickstream_raw", "events", "key_events_raw"],
     }
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
     assert kinds["clickstream"] == {"kafka"}
@@ -88,9 +89,11 @@ def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_sched
     for key in graph.asset_check_keys:
         checks.setdefault(key.asset_key.to_user_string(), set()).add(key.name)
     per_stream = {"liveness", "falling_behind", "state_growth", "late_data", "checkpoint",
-                  "auto_restart", "freshness", "state_metadata"}  # fmt: skip
+                  "auto_restart", "freshness", "no_silent_loss"}  # fmt: skip
     for stream in load_registry():
-        assert checks[stream.name] >= per_stream, stream.name
+        assert checks[stream.table] >= per_stream, stream.name
+    assert "state_metadata" in checks["user_sessions"]
+    assert "state_metadata" not in checks["clickstream_raw"]  # bronze keeps no state
     assert "no_duplicate_event_id" in checks["events"]
     assert "sessions_valid" in checks["user_sessions"]
     assert "alerts_well_formed" in checks["security_alerts"]

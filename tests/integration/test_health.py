@@ -12,31 +12,29 @@ from dataclasses import replace
 
 import pytest
 
-from platform_pipelines.health.evaluate import (
-    StreamTarget,
-    broker_end_offsets,
-    evaluate_stream,
-    run_state_from_records,
-)
-from platform_pipelines.health.judgements import HealthPolicy, judge_state_growth
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.verdict import Status
+from platform_pipelines.health.evaluate import HealthConfig, ask_broker, evaluate_stream
+from platform_pipelines.health.policy import HealthPolicy
+from platform_pipelines.health.runs import run_state_from_records
+from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.runner import (
     CheckpointDamagedError,
     RunOptions,
-    Supervisor,
     run_streams,
     start_stream,
 )
+from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.state.keyed import Clock, Event, State, Step
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
-from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.declare import KafkaSource, StatefulStream
 from platform_pipelines.streams.query import StreamContext
+from platform_pipelines.streams.registry import declare_stream
 from tests.integration.events import at, ev
+from tests.waiting import wait_for
 from user_streams.running_count import STREAMS
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -80,25 +78,29 @@ def test_a_stream_that_never_removes_state_is_flagged_as_leaking_and_builtins_ar
     def key_rows() -> int:
         return sum(int(p["numInputRows"]) for p in key_progress())
 
+    def sessions_read(n: int) -> bool:
+        """user_sessions has read every event of rounds 0 to ``n`` (6 events a round)."""
+        supervisor.poll()  # raises if a query died
+        done = [r.progress for r in store.recent("user_sessions", 60) if r.event == "progress"]
+        rows = sum(int(p["numInputRows"]) for p in done)
+        return rows >= 6 * (n + 1)
+
     flagged_at = None  # key_counts batches recorded when the leak was first reported
     supervisor = Supervisor(lambda *_: None, on_end=recorder.record_end)
     spark.streams.addListener(recorder)
     try:
         for stream in streams:  # all running at once, as in production
-            supervisor.add(stream.name, start_stream(ctx, stream, options), checkpoint=str(
-                lake.checkpoint(stream.name)))  # fmt: skip
+            supervisor.add(stream.name, start_stream(ctx, stream, options, "continuous"))
         for n in range(6):
             produce_events(kafka_broker, clicks, round_of_clicks(n))
             produce_events(kafka_broker, keys, [keyed(f"k{n}-{j}", 15 * n + j) for j in range(3)],
                            key_field="key")  # fmt: skip
-            deadline = time.monotonic() + 120
-            while key_rows() < 3 * (n + 1) and time.monotonic() < deadline:
-                supervisor.poll()  # raises if a query died
-                time.sleep(0.5)
+            wait_for(lambda n=n: supervisor.poll() or key_rows() >= 3 * (n + 1), 120,
+                     f"key_counts to read round {n}")  # fmt: skip
             leak = judge_state_growth(store.recent("key_counts", 60))
             if leak.status is Status.FAIL and flagged_at is None:
                 flagged_at = len(key_progress())
-        time.sleep(3)  # let the built-in streams finish the last round
+        wait_for(lambda: sessions_read(5), 120, "user_sessions to read the last round")
     finally:
         supervisor.stop_all()
         spark.streams.removeListener(recorder)
@@ -173,18 +175,30 @@ def test_lag_behind_the_topic_is_shown_and_a_damaged_checkpoint_is_refused(
     run_streams(ctx, [bronze], RunOptions(mode="catch_up"), lambda *_: None, recorder=recorder)
 
     produce_events(kafka_broker, topic, [ev(f"b{i}", "u1", "page_view", i, "/") for i in range(37)])
-    target = StreamTarget(bronze.name, bronze.name, lake.checkpoint(bronze.name), topic)
     records = store.recent(bronze.name, 60)
-    offsets = broker_end_offsets(kafka_broker, [topic])
-    health = evaluate_stream(target, records, run_state_from_records(records), offsets, time.time())
-    assert health.broker_lag == 37
-    assert health.observation["broker_lag_records"] == 37
+    broker = ask_broker(kafka_broker, [topic])
+    run = run_state_from_records(records)
+    health = evaluate_stream(bronze, lake, records, run, broker, time.time())
+    assert health.lag is not None and health.lag.records == 37
+    assert health.metrics["lag_records"] == 37
     assert health.verdict("falling_behind").status is Status.PASS  # 37 is below the warning
-    strict = evaluate_stream(target, records, run_state_from_records(records), offsets,
-                             time.time(), replace_policy(lag_warn_records=10))  # fmt: skip
+    strict = evaluate_stream(bronze, lake, records, run, broker, time.time(),
+                             HealthConfig(policy=HealthPolicy(lag_warn_records=10)))  # fmt: skip
     behind = strict.verdict("falling_behind")
-    assert behind.status is Status.WARN and "37" in behind.summary
+    assert behind.status is Status.WARN
+    assert f"37 records behind its Kafka topic {topic} (warn above 10)" in behind.summary
     assert health.verdict("checkpoint").status is Status.PASS
+
+    # The broker stops answering: the lag is unknown, and the check says why.
+    gone = evaluate_stream(
+        bronze, lake, records, run, ask_broker("127.0.0.1:1", [topic]), time.time()
+    )
+    assert gone.lag is not None and gone.lag.records is None
+    assert (
+        "lag unknown: the Kafka broker at 127.0.0.1:1 does not answer"
+        in gone.verdict("falling_behind").summary
+    )
+    assert "lag_records" not in gone.metrics
 
     # Two batches planned but never committed: the checkpoint is damaged; the runner refuses
     # to start on it, with the reason, before Spark touches it.
@@ -192,13 +206,7 @@ def test_lag_behind_the_topic_is_shown_and_a_damaged_checkpoint_is_refused(
     newest = max(int(p.name) for p in (ckpt / "offsets").iterdir() if p.name.isdigit())
     for extra in (newest + 1, newest + 2):
         shutil.copy(ckpt / "offsets" / str(newest), ckpt / "offsets" / str(extra))
-    assert evaluate_stream(target, records, run_state_from_records(records), offsets,
-                           time.time()).verdict("checkpoint").status is Status.FAIL  # fmt: skip
+    damaged = evaluate_stream(bronze, lake, records, run, broker, time.time())
+    assert damaged.verdict("checkpoint").status is Status.FAIL
     with pytest.raises(CheckpointDamagedError, match="offsets but no commit"):
-        start_stream(ctx, bronze, RunOptions(mode="catch_up"))
-
-
-def replace_policy(**changes):
-    from platform_pipelines.health.evaluate import HealthConfig
-
-    return HealthConfig(policy=HealthPolicy(**changes))
+        start_stream(ctx, bronze, RunOptions(mode="catch_up"), "catch_up")

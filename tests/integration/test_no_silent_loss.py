@@ -14,7 +14,6 @@ import pytest
 from platform_pipelines.core.times import iso
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.streams.declare import KafkaSource, StatefulStream
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import ev
 from tests.integration.helpers import ledger, run_catch_up, table
@@ -31,13 +30,19 @@ def record(**fields: object) -> bytes:
 
 
 BIG = record(event_id="big", page="x" * 600_000)  # over the 256 KiB limit, under Kafka's 1 MB
-BAD_UTF8 = b'{"event_id":"utf","user_id":"u\xff\xfe","event_type":"page_view","event_time":"' + T.encode() + b'"}'
+BAD_UTF8 = (
+    b'{"event_id":"utf","user_id":"u\xff\xfe","event_type":"page_view","event_time":"'
+    + T.encode()
+    + b'"}'
+)
 HOSTILE = {
     record(event_id="e-empty-user", user_id=""): "empty user_id",
     record(event_id=""): "empty event_id",
     record(event_id="e-obj", page={"a": 1}): 'page is not a string: {"a":1}',
     record(event_id="e-num-user", user_id=42): "user_id is not a string: 42",
-    record(event_id="e-num-time", event_time=1_700_000_000): "event_time is not a timestamp: 1700000000",
+    record(
+        event_id="e-num-time", event_time=1_700_000_000
+    ): "event_time is not a timestamp: 1700000000",
     record(event_id="e-neg", event_type="purchase", amount=-1e308): (
         "expectation amount_in_range failed: amount IS NULL OR (amount >= 0 AND amount <= 1000000)"
     ),
@@ -98,8 +103,12 @@ def test_rows_the_watermark_refuses_land_once_in_late_events_with_how_late_they_
     one = run_catch_up(spark, lake, kafka_broker, topic, streams)  # watermark now 10:20
 
     ancient = {**ev("ancient", "u3", "page_view", 0), "event_time": "0001-01-01T00:00:00Z"}
-    second = [ev("late", "u1", "page_view", 5), ev("on-time", "u1", "page_view", 25), ancient,
-              ev("a", "u1", "page_view", 0)]  # fmt: skip  (a re-sent duplicate, also late)
+    second = [
+        ev("late", "u1", "page_view", 5),
+        ev("on-time", "u1", "page_view", 25),
+        ancient,
+        ev("a", "u1", "page_view", 0),
+    ]  # fmt: skip  (a re-sent duplicate, also late)
     produce_events(kafka_broker, topic, second)
     two = run_catch_up(spark, lake, kafka_broker, topic, streams)
 
@@ -109,7 +118,9 @@ def test_rows_the_watermark_refuses_land_once_in_late_events_with_how_late_they_
     late = sorted((r.asDict() for r in late_df.selectExpr(
         "*", "cast(event_time as string) as event_time_text").drop("event_time").collect()),
         key=lambda r: (r["batch_id"], r["event_time_text"]))  # fmt: skip
-    assert [(json.loads(r["row"])["event_id"], r["stream"], r["late_by_seconds"]) for r in late] == [
+    assert [
+        (json.loads(r["row"])["event_id"], r["stream"], r["late_by_seconds"]) for r in late
+    ] == [
         ("epoch", "events", 0.0),
         ("ancient", "events", 63_930_939_600.0),  # 10:20 on 2026-11-22 minus 0001-01-01
         ("a", "events", 1200.0),

@@ -9,9 +9,8 @@ import pytest
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.runner import RunOptions, run_streams
-from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.query import StreamContext
-from platform_pipelines.streams.registry import StreamRegistry
+from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import at
 from tests.integration.test_pipeline import forget_last_commit
 from user_streams.running_count import STREAMS

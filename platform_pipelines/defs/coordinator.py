@@ -1,0 +1,70 @@
+"""One run per stream, decided before launch: the run coordinator refuses a run that includes a
+stream another active run already holds, naming that run.
+
+Two queries on one checkpoint would corrupt it; the runs' checkpoint locks would refuse the
+second one anyway, but only after it started a JVM. Configured in ``dagster_home/dagster.yaml``
+(``run_coordinator``); otherwise it queues runs as Dagster's ``QueuedRunCoordinator`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
+
+STREAMS_TAG = "platform/streams"  # on every stream job: the streams it runs, comma-separated
+_ACTIVE = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+class StreamHeldError(dg.DagsterError):
+    """The run includes a stream that another active run holds."""
+
+
+def held_streams(tags: Mapping[str, str], run_config: Mapping[str, Any]) -> set[str]:
+    """The streams a run holds: its job's streams, minus those its config disables
+    (``ops.<op>.config.streams.<name>.enabled: false``)."""
+    names = {s for s in tags.get(STREAMS_TAG, "").split(",") if s}
+    for op in (run_config.get("ops") or {}).values():
+        for name, settings in ((op or {}).get("config", {}).get("streams") or {}).items():
+            if (settings or {}).get("enabled") is False:
+                names.discard(name)
+    return names
+
+
+def conflict(run: dg.DagsterRun, others: list[dg.DagsterRun]) -> str | None:
+    """Why ``run`` may not start beside ``others`` (None when it may)."""
+    wanted = held_streams(run.tags, run.run_config)
+    for other in others:
+        overlap = wanted & held_streams(other.tags, other.run_config)
+        if other.run_id != run.run_id and overlap:
+            streams = ", ".join(sorted(overlap))
+            return (
+                f"Refused: {streams} {'is' if len(overlap) == 1 else 'are'} already run by "
+                f"{other.job_name} run {other.run_id} ({other.status.value.lower()}). Two runs "
+                "on one checkpoint would corrupt it: cancel that run first, or launch without "
+                f"those streams (streams: {{{streams.split(', ')[0]}: {{enabled: false}}}})."
+            )
+    return None
+
+
+class StreamRunCoordinator(QueuedRunCoordinator):
+    """Dagster's queued run coordinator, refusing a run whose streams another run holds."""
+
+    def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
+        run = context.dagster_run
+        if held_streams(run.tags, run.run_config):
+            others = list(self._instance.get_runs(filters=dg.RunsFilter(statuses=_ACTIVE)))
+            refused = conflict(run, others)
+            if refused is not None:
+                self._instance.report_run_canceling(run, message=refused)
+                self._instance.report_run_canceled(run, message=refused)
+                raise StreamHeldError(refused)
+        return super().submit_run(context)

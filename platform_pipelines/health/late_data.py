@@ -1,0 +1,89 @@
+"""Does every row the stream reads get in? (check ``late_data``)
+
+A stateful operator drops rows at or before the watermark. The platform keeps them
+(``late_events``) and records per batch how many it kept (``batch`` records, from the stream's
+writer) beside Spark's own count (``numRowsDroppedByWatermark``): rows Spark dropped that the
+platform did not keep are lost, and rows kept aside are missing from the stream's table. Both fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.units import count, duration
+from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
+from platform_pipelines.health.progress import batches, by_time, op_sum, p, watermark_delay
+
+LATE_DATA = "late_data"
+
+
+def judge_late_data(
+    records: Sequence[ProgressRecord],
+    policy: HealthPolicy = DEFAULT_POLICY,
+    stream: str = "",
+) -> Verdict:
+    """Over the last ``window_batches`` batches:
+
+    * Spark dropped more rows than the platform kept: fail, rows were lost;
+    * the watermark is ahead of the clock: fail, every on-time row is now late;
+    * kept late rows above ``late_rows_fail_fraction`` of the input: fail; any late row: warn;
+    * the watermark more than ``watermark_delay_warn_seconds`` behind the clock: warn.
+
+    No batch passes (``no batches yet``); a stream without a watermark passes (``no watermark``).
+    """
+    done = batches(records)
+    window = done[-policy.window_batches :]
+    if not window:
+        return passed(LATE_DATA, "no batches yet")
+    ids = {int(p(r).get("batchId", -1)) for r in window}
+    kept = [r for r in by_time(records) if r.event == "batch" and r.batch_id in ids and r.counts]
+    dropped = sum(op_sum(p(r), "numRowsDroppedByWatermark") for r in window)
+    late = sum(int(r.counts.get("rows_late", 0)) for r in kept) if kept else dropped  # type: ignore[union-attr]
+    rows_in = sum(int(p(r).get("numInputRows") or 0) for r in window)
+    delays = [d for d in (watermark_delay(r) for r in window) if d is not None]
+    if not delays and not dropped and not late:
+        return passed(LATE_DATA, "no watermark", {"late_rows": 0})
+    evidence: dict[str, float | int | str] = {"late_rows": late, "rows_in": rows_in}
+    verdicts = [_kept(late, dropped, rows_in, len(window), policy, stream, evidence)]
+    if delays:
+        verdicts.append(_delay(delays[-1], policy, stream))
+    return combine(LATE_DATA, verdicts)
+
+
+def _kept(late: int, dropped: int, rows_in: int, n: int, policy: HealthPolicy, stream: str,
+          evidence: dict[str, float | int | str]) -> Verdict:  # fmt: skip
+    table = f"the table of {stream}" if stream else "the stream's table"
+    if dropped > late:
+        return failed(LATE_DATA, f"{count(dropped - late)} rows dropped by the watermark over {n} "
+                      "batches were not kept in late_events: they are lost",
+                      "Replay them from the upstream table (reprocess the stream) and report the "
+                      "stream: its writer missed rows its operator dropped.",
+                      {**evidence, "spark_dropped_rows": dropped})  # fmt: skip
+    if not late:
+        return passed(LATE_DATA, f"no late rows among {count(rows_in)} over {n} batches", evidence)
+    share = late / rows_in if rows_in else 1.0
+    summary = (f"{count(late)} of {count(rows_in)} rows ({share:.2%}) over {n} batches arrived after "
+               f"the watermark: they are in late_events, not in {table}")  # fmt: skip
+    remedy = ("If they are valid, the watermark is too tight for the data: raise the stream's "
+              "watermark delay, and reprocess to bring the kept rows in.")  # fmt: skip
+    if share > policy.late_rows_fail_fraction:
+        return failed(LATE_DATA, summary, remedy, evidence)
+    return warned(LATE_DATA, summary, remedy, evidence)
+
+
+def _delay(delay: float, policy: HealthPolicy, stream: str) -> Verdict:
+    evidence: dict[str, float | int | str] = {"watermark_delay_seconds": round(delay, 1)}
+    if delay < 0:
+        name = stream or "<stream>"
+        return failed(LATE_DATA, f"the watermark is {duration(-delay)} ahead of the wall clock: "
+                      "every on-time row is now late",
+                      f"Run `platform stream reset-watermark {name}`: it restarts the stream on a "
+                      "new checkpoint from where it stands, with no loss and no duplicates.",
+                      evidence)  # fmt: skip
+    if delay > policy.watermark_delay_warn_seconds:
+        return warned(LATE_DATA, f"event time is {duration(delay)} behind the wall clock",
+                      "The stream reads old data or a source is stuck: check its lag and the "
+                      "producers' event timestamps.", evidence)  # fmt: skip
+    return passed(LATE_DATA, f"watermark {duration(delay)} behind the wall clock", evidence)

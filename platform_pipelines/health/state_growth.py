@@ -1,0 +1,174 @@
+"""Does the query's state stay bounded? (check ``state_growth``)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.units import duration
+from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
+from platform_pipelines.health.progress import (
+    batches,
+    op_sum,
+    ops,
+    p,
+    ran_state,
+    slope,
+    sst_bytes,
+)
+
+STATE_GROWTH = "state_growth"
+
+
+def _stateful(done: Sequence[ProgressRecord]) -> list[ProgressRecord]:
+    return [r for r in done if ran_state(r)]
+
+
+def growth_run(stateful: Sequence[ProgressRecord]) -> list[ProgressRecord]:
+    """The newest run of consecutive batches in which nothing was removed from state and the
+    state's rows never decreased (oldest first); empty when the newest batch removed rows."""
+    run: list[ProgressRecord] = []
+    for record in reversed(stateful):
+        progress = p(record)
+        if op_sum(progress, "numRowsRemoved") != 0:
+            break
+        if run and op_sum(progress, "numRowsTotal") > op_sum(p(run[-1]), "numRowsTotal"):
+            break
+        run.append(record)
+    return run[::-1]
+
+
+def _budget_verdict(
+    what: str,
+    unit: str,
+    points: Sequence[tuple[float, float]],
+    budget: int,
+    policy: HealthPolicy,
+    *,
+    forecast: bool = True,
+) -> Verdict | None:
+    """Over budget: fail. With ``forecast``, at least ``leak_min_batches`` points, a newest
+    value above the oldest and a least-squares slope that reaches the budget within the
+    horizon: warn with the estimated time."""
+    current = points[-1][1]
+    key = what.replace(" ", "_")
+    if current > budget:
+        return failed(
+            STATE_GROWTH,
+            f"{what} is {current:.0f} {unit}, over its budget of {budget} {unit}",
+            "Shrink the state (shorter watermark or TTL, fewer keys) or give it a larger budget.",
+            {f"{key}_budget": budget},
+        )
+    if not forecast or len(points) < policy.leak_min_batches or current <= points[0][1]:
+        return None
+    rate = slope(points)
+    if rate is None or rate <= 0:
+        return None
+    eta = (budget - current) / rate
+    if eta > policy.forecast_horizon_seconds:
+        return None
+    return warned(
+        STATE_GROWTH,
+        f"{what} will reach its budget of {budget} {unit} in about {duration(eta)} "
+        f"(now {current:.0f}, +{rate * 3600:.0f} {unit}/h)",
+        "State will outgrow its budget: shorten the watermark or TTL, cut the key space, or "
+        "raise the budget.",
+        {
+            f"{key}_budget": budget,
+            f"{key}_per_hour": round(rate * 3600, 1),
+            f"{key}_budget_eta_seconds": round(eta),
+        },
+    )
+
+
+def judge_state_growth(
+    records: Sequence[ProgressRecord],
+    policy: HealthPolicy = DEFAULT_POLICY,
+) -> Verdict:
+    """Does the query's state stay bounded? (check ``state_growth``)
+
+    Only batches with stateful operators count; their numbers are summed over the operators. No
+    batch at all passes (``no batches yet``); batches without state pass (``stateless``).
+
+    * leak: the newest run of consecutive batches with ``numRowsRemoved == 0`` in all of them
+      and ``numRowsTotal`` never decreasing (see ``growth_run``) is at least
+      ``leak_min_batches`` long and its rows grew from first to last: fail ``state grew from A
+      to B rows over N batches and nothing was removed``. Fewer batches are never a leak.
+    * budgets, over the last ``window_batches`` stateful batches: state rows against
+      ``state_rows_budget``, and ``memoryUsedBytes`` and (when reported) RocksDB's SST size each
+      against ``state_bytes_budget``. The newest value over a budget fails. Otherwise a
+      least-squares line by record ``ts`` over the window (needing ``leak_min_batches``
+      batches and a newest value above the oldest) that reaches the budget within
+      ``forecast_horizon_seconds`` warns with the estimated time. Memory is not forecast when
+      RocksDB reports its SST size: its memory is bounded caches that jump on the first write.
+
+    Evidence: ``state_rows``, ``state_memory_bytes``, ``state_sst_bytes`` (when reported),
+    ``bytes_per_key`` (SST bytes when above 0, else memory bytes, per state row), the growth
+    run's ``growth_batches`` and the budget numbers.
+    """
+    done = batches(records)
+    if not done:
+        return passed(STATE_GROWTH, "no batches yet")
+    if not any(ops(p(r)) for r in done):
+        return passed(STATE_GROWTH, "stateless")
+    stateful = _stateful(done)
+    if not stateful:
+        return passed(STATE_GROWTH, "no batch has run the state yet")
+    newest = p(stateful[-1])
+    rows = op_sum(newest, "numRowsTotal")
+    memory = op_sum(newest, "memoryUsedBytes")
+    sst = sst_bytes(newest)
+    evidence: dict[str, float | int | str] = {
+        "state_rows": rows,
+        "state_memory_bytes": memory,
+    }
+    if sst is not None:
+        evidence["state_sst_bytes"] = sst
+    if rows:
+        evidence["bytes_per_key"] = round((sst or memory) / rows, 1)
+    run = growth_run(stateful)
+    evidence["growth_batches"] = len(run)
+    verdicts: list[Verdict] = []
+    first_rows = op_sum(p(run[0]), "numRowsTotal") if run else rows
+    if len(run) >= policy.leak_min_batches and rows > first_rows:
+        verdicts.append(
+            failed(
+                STATE_GROWTH,
+                f"state grew from {first_rows} to {rows} rows over {len(run)} batches and "
+                "nothing was removed",
+                "State keys are never removed: add a watermark, a state TTL or a timer that "
+                "clears each key when it is done.",
+                {"leak_from_rows": first_rows, "leak_to_rows": rows},
+            )
+        )
+
+    window = stateful[-policy.window_batches :]
+    # (what, unit, series, budget, forecast): RocksDB's memoryUsedBytes is its memtables and
+    # caches, bounded by its own settings, and jumps when a store first writes: checked against
+    # the budget but forecast only for a state store that reports no SST size.
+    checks: list[tuple[str, str, list[float], int | None, bool]] = [
+        ("state rows", "rows", [float(op_sum(p(r), "numRowsTotal")) for r in window],
+         policy.state_rows_budget, True),
+        ("state memory", "bytes", [float(op_sum(p(r), "memoryUsedBytes")) for r in window],
+         policy.state_bytes_budget, sst is None),
+    ]  # fmt: skip
+    if sst is not None:
+        sst_series = [float(sst_bytes(p(r)) or 0) for r in window]
+        checks.append(("state SST", "bytes", sst_series, policy.state_bytes_budget, True))
+    for what, unit, values, budget, forecast in checks:
+        if budget is None:
+            continue
+        points = list(zip((r.ts for r in window), values, strict=True))
+        verdict = _budget_verdict(what, unit, points, budget, policy, forecast=forecast)
+        if verdict is not None:
+            verdicts.append(verdict)
+
+    if not verdicts:
+        return passed(
+            STATE_GROWTH, f"state holds {rows} rows ({len(stateful)} stateful batches)", evidence
+        )
+    result = combine(STATE_GROWTH, verdicts)
+    return Verdict(
+        result.check, result.status, result.summary, {**evidence, **result.evidence}, result.remedy
+    )

@@ -1,0 +1,64 @@
+"""Telling the run log what Spark does not: that the Kafka broker stopped answering.
+
+When the broker goes away under a running stream, Spark's Kafka source retries quietly and the
+run's log says nothing. ``BrokerWatch.check`` (called by the supervisor on every poll) tries a
+TCP connection every ``every_seconds`` and logs one warning when the broker stops answering and
+one line when it is back.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from platform_pipelines.core.units import duration
+from platform_pipelines.streams.declare import Stream
+
+
+class Log(Protocol):
+    def warning(self, msg: str) -> None: ...
+
+    def info(self, msg: str) -> None: ...
+
+
+def reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
+    """Whether any bootstrap server accepts a TCP connection."""
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            socket.create_connection((host or "localhost", int(port)), timeout_s).close()
+            return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+class BrokerWatch:
+    """Watches the broker that ``streams`` read (nothing to watch when none reads Kafka)."""
+
+    def __init__(self, bootstrap: str, streams: Sequence[Stream], log: Log,
+                 every_seconds: float = 10.0) -> None:  # fmt: skip
+        self._bootstrap = bootstrap
+        self._names = ", ".join(s.name for s in streams)
+        self._log = log
+        self._every = every_seconds
+        self._next = 0.0
+        self._down_since: float | None = None
+
+    def check(self) -> None:
+        if not self._names or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + self._every
+        up = reachable(self._bootstrap)
+        if not up and self._down_since is None:
+            self._down_since = time.monotonic()
+            self._log.warning(
+                f"The Kafka broker at {self._bootstrap} does not answer: {self._names} cannot "
+                "read until it is back (the queries wait and resume from their checkpoints)."
+            )
+        elif up and self._down_since is not None:
+            gone = duration(time.monotonic() - self._down_since)
+            self._down_since = None
+            self._log.info(f"The Kafka broker at {self._bootstrap} answers again after {gone}.")
