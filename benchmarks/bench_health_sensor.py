@@ -31,18 +31,37 @@ import dagster as dg  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from platform_pipelines.defs.health import health_tick  # noqa: E402
-from platform_pipelines.health.evaluate import StreamTarget  # noqa: E402
-from platform_pipelines.health.records import ProgressRecord  # noqa: E402
-from platform_pipelines.health.store import ProgressStore  # noqa: E402
+from platform_pipelines.core.progress_store import ProgressStore  # noqa: E402
+from platform_pipelines.core.records import ProgressRecord  # noqa: E402
+from platform_pipelines.defs.health.sensor import health_tick  # noqa: E402
+from platform_pipelines.health.checkpoint import CheckpointExpectations  # noqa: E402
+from platform_pipelines.health.evaluate import HealthConfig  # noqa: E402
+from platform_pipelines.lakehouse.delta import Lakehouse  # noqa: E402
 from platform_pipelines.settings import PlatformSettings  # noqa: E402
+from platform_pipelines.streams.declare import (  # noqa: E402
+    IngestStream,
+    KafkaSource,
+    StatefulStream,
+    Stream,
+    TableSource,
+)
 
 RESULTS = REPO / "benchmarks" / "results" / "health_sensor.json"
+# The sample checkpoint was written with 4 state partitions.
+CONFIG = HealthConfig(expectations=CheckpointExpectations(state_partitions=4))
 SAMPLES = REPO / "tests" / "unit" / "data" / "progress" / "kafka_running_count.json"
 CHECKPOINT = REPO / "tests" / "unit" / "data" / "checkpoints" / "service_status"
 
 
-def build_fleet(local_dir: Path, streams: int, topic: str | None) -> list[StreamTarget]:
+def fleet_stream(name: str, topic: str | None) -> Stream:
+    """A bronze stream of ``topic`` (its lag asked of the broker), or a stream of a table."""
+    if topic:
+        return IngestStream(KafkaSource(topic=topic, schema={"key": "string"}, raw_table=name))
+    return StatefulStream(name=name, description="bench", source=TableSource("bench_input"),
+                          key="key", output_schema={"key": "string"})  # fmt: skip
+
+
+def build_fleet(local_dir: Path, streams: int, topic: str | None) -> list[Stream]:
     """``streams`` streams with 60 recorded batches and a real checkpoint each."""
     samples = json.loads(SAMPLES.read_text())
     store = ProgressStore(local_dir / "progress")
@@ -57,7 +76,7 @@ def build_fleet(local_dir: Path, streams: int, topic: str | None) -> list[Stream
                                         pid=os.getpid(), host=os.uname().nodename))  # fmt: skip
         checkpoint = local_dir / "lakehouse" / "checkpoints" / name
         shutil.copytree(CHECKPOINT, checkpoint)
-        targets.append(StreamTarget(name, name, checkpoint, topic))
+        targets.append(fleet_stream(name, topic))
     return targets
 
 
@@ -97,7 +116,8 @@ def main() -> None:
         with dg.instance_for_test() as instance:
             for _ in range(args.repeat + 1):
                 start = time.perf_counter()
-                tick = health_tick(instance, targets, settings, None)
+                tick = health_tick(instance, targets, Lakehouse(root / "lakehouse"), settings,
+                                   CONFIG, None)  # fmt: skip
                 times.append(time.perf_counter() - start)
                 events, cursor = len(tick.events), tick.cursor
         times = times[1:]  # the first evaluation warms imports and caches

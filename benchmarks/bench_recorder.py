@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from platform_pipelines.health.store import ProgressStore  # noqa: E402
+from platform_pipelines.core.progress_store import ProgressStore  # noqa: E402
 from platform_pipelines.runtime.recorder import ProgressRecorder  # noqa: E402
 from platform_pipelines.spark.session import SparkOptions, build_spark_session  # noqa: E402
 

@@ -103,14 +103,19 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
             trigger_seconds={n: trigger_seconds(o) for n, o in options.items()},
         )  # fmt: skip
         try:
-            with CheckpointLocks(checkpoints, owner), stop_requests() as stop:
-                ctx = StreamContext(spark.get_session(), lake, kafka.servers(),
-                                    on_batch=recorder.record_batch)  # fmt: skip
-                watch = BrokerWatch(kafka.servers(), [s for s in chosen if s.topic], context.log)
-                _materialize(context, chosen, "started")
-                run_streams(ctx, chosen, options, log.on_progress,
-                            on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
-                            recorder=recorder, stop=stop, lock=False, watch=watch.check)  # fmt: skip
+            with CheckpointLocks(checkpoints, owner):
+                session = spark.get_session()  # installs PySpark's own SIGINT handler...
+                with stop_requests() as stop:  # ...which this replaces while the streams run
+                    ctx = StreamContext(
+                        session, lake, kafka.servers(), on_batch=recorder.record_batch
+                    )
+                    watch = BrokerWatch(
+                        kafka.servers(), [s for s in chosen if s.topic], context.log
+                    )
+                    _materialize(context, chosen, "started")
+                    run_streams(ctx, chosen, options, log.on_progress,
+                                on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
+                                recorder=recorder, stop=stop, lock=False, watch=watch.check)  # fmt: skip
         except GracefulStop as done:
             _materialize(context, chosen, "stopped", log)
             _cancel(context, done)

@@ -46,6 +46,8 @@ class ClickstreamConfig:
             an ``event_time`` that is no timestamp (default 0.01).
         stale_share: Share of the *late* records that are 2-6 hours old instead, which a watermark
             of minutes drops (shows up as ``numRowsDroppedByWatermark``) (default 0.0).
+        duplicate_window: A duplicate re-sends one of this many most recent records (default 500);
+            a small window keeps duplicates within the dedup watermark.
         rate_per_sec: Records per second when producing; 0 sends as fast as possible (default 0).
         seed: Seeds every random choice, event ids included (default 42).
         start_time: Event time of the simulation's start, timezone-aware UTC
@@ -58,12 +60,18 @@ class ClickstreamConfig:
     late_rate: float = 0.05
     malformed_rate: float = 0.01
     stale_share: float = 0.0
+    duplicate_window: int = 500
     rate_per_sec: float = 0.0
     seed: int = 42
     start_time: datetime = field(default=datetime(2026, 11, 22, 8, 0, tzinfo=UTC))
 
     def __post_init__(self) -> None:
-        for name, low in (("events", 0), ("users", 1), ("rate_per_sec", 0)):
+        for name, low in (
+            ("events", 0),
+            ("users", 1),
+            ("rate_per_sec", 0),
+            ("duplicate_window", 1),
+        ):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}: raise it.")
         for name in ("duplicate_rate", "late_rate", "malformed_rate", "stale_share"):
@@ -229,7 +237,8 @@ def generate_clickstream(cfg: ClickstreamConfig) -> Iterator[ProducedRecord]:
     plan = _kind_plan(cfg, rng)
     n_late = plan.count("late")
     stale = set(rng.sample(range(n_late), int(n_late * cfg.stale_share + 1e-9)))
-    sim, recent, late_seen = _Simulation(cfg, rng), deque[ProducedRecord](maxlen=500), 0
+    recent = deque[ProducedRecord](maxlen=cfg.duplicate_window)
+    sim, late_seen = _Simulation(cfg, rng), 0
     for kind in plan:
         if kind == "duplicate":
             original = recent[rng.randrange(len(recent))]

@@ -63,3 +63,55 @@ def batch_clock(checkpoint: Path, batch_id: int) -> BatchClock:
         watermark_ms=int(meta.get("batchWatermarkMs", 0)),
         late_until_ms=int((previous or {}).get("batchWatermarkMs", 0)),
     )
+
+
+PLAN_FILE = "_platform.json"
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """How a new checkpoint starts, written by ``platform stream reset-watermark``.
+
+    Attributes:
+        starting_version: the first upstream Delta version the new checkpoint reads.
+        guard_until_ms: until its batches' watermark passes this, the stream's writer drops
+            output rows whose unique key its table already holds (a replay must not duplicate).
+        replaces: the query id of the checkpoint it replaced.
+    """
+
+    starting_version: int
+    guard_until_ms: int = 0
+    replaces: str = ""
+
+
+def read_plan(checkpoint: Path) -> StartPlan | None:
+    """The start plan of ``checkpoint``; None for a checkpoint that starts from the beginning."""
+    try:
+        data = json.loads((Path(checkpoint) / PLAN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return StartPlan(int(data["starting_version"]), int(data.get("guard_until_ms", 0)),
+                     str(data.get("replaces", "")))  # fmt: skip
+
+
+def write_plan(checkpoint: Path, plan: StartPlan) -> None:
+    Path(checkpoint).mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"starting_version": plan.starting_version,
+                       "guard_until_ms": plan.guard_until_ms, "replaces": plan.replaces})  # fmt: skip
+    (Path(checkpoint) / PLAN_FILE).write_text(text + "\n")
+
+
+def batch_ids(checkpoint: Path, log: str = "offsets") -> list[int]:
+    """The batch ids of a checkpoint's ``offsets`` (or ``commits``) log, oldest first."""
+    folder = Path(checkpoint) / log
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+
+
+def query_id_of(checkpoint: Path) -> str:
+    """The query id in a checkpoint's ``metadata`` (empty when it has none yet)."""
+    try:
+        return str(json.loads((Path(checkpoint) / "metadata").read_text().splitlines()[0])["id"])
+    except (OSError, ValueError, IndexError, KeyError):
+        return ""

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.health.loss import Counted, LedgerTotals
+from platform_pipelines.lakehouse.checkpoints import query_id_of
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.delta_log import added_files, committed_version
 from platform_pipelines.lakehouse.tables import LATE_TABLE, LEDGER_TABLE, QUARANTINE_TABLE
@@ -51,7 +52,7 @@ def balance_facts(spark: SparkSession, lakehouse: Lakehouse, stream: Stream
         after = _ledger(spark, lakehouse, stream.name)
         if before == after:
             totals = LedgerTotals(*(sum(row[i] for row in after.values()) for i in range(4)))
-            query = _query_id(lakehouse.checkpoint(stream.name))
+            query = query_id_of(lakehouse.checkpoint(stream.name))
             consumed = sum(row[0] for (q, _), row in after.items() if q == query)
             return totals, Counted(counted.consumed, consumed, counted.table_rows,
                                    counted.late_rows, counted.quarantined_rows)  # fmt: skip
@@ -114,14 +115,10 @@ def _delta_consumed(lakehouse: Lakehouse, stream: StatefulStream, checkpoint: Pa
     end = committed_version(checkpoint)
     if end is None:
         return None
-    files = added_files(lakehouse.table(stream.source_table), 0, end)
+    try:
+        files = added_files(lakehouse.table(stream.source_table), 0, end)
+    except OSError:  # the upstream table is gone, or its log was cleaned up: cannot be counted
+        return None
     if any(f.records is None for f in files):
         return None
     return sum(f.records or 0 for f in files)
-
-
-def _query_id(checkpoint: Path) -> str:
-    try:
-        return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
-    except (OSError, ValueError, IndexError, KeyError):
-        return ""

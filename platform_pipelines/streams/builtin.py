@@ -95,6 +95,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             key="event_id",
             transform=deduplicate,
             output_schema=fields_of(EVENTS),
+            unique_key="event_id",
             watermark=cfg.dedup_watermark,
             layer="silver",
         ),
@@ -107,6 +108,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             key="user_id",
             transform=lambda events: sessionize(events, gap=gap),
             output_schema=fields_of(SESSION_SCHEMA),
+            unique_key="session_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
         ),
@@ -121,6 +123,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
                 AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
             ),
             output_schema=ALERT_FIELDS,
+            unique_key="alert_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
         ),

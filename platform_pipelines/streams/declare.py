@@ -221,6 +221,8 @@ class StatefulStream:
         sink_table: the Delta table written (default: ``name``).
         initial_state: where to seed state from on a new checkpoint (``InitialState``); may be
             the stream's own sink table, so a rebuilt checkpoint resumes from the last known state.
+        unique_key: an output column that identifies a row (``event_id``, ``session_id``): a
+            replay (``platform stream reset-watermark``) then never writes a row twice.
         layer: the asset group in Dagster (bronze, silver, gold).
     """
 
@@ -238,6 +240,7 @@ class StatefulStream:
     trigger: timedelta = timedelta(seconds=10)
     sink_table: str | None = None
     initial_state: InitialState | None = None
+    unique_key: str | None = None
     layer: str = "gold"
 
     @property

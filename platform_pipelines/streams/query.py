@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
+from platform_pipelines.lakehouse.checkpoints import read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 from platform_pipelines.streams.keyed import apply_keyed_logic
@@ -57,13 +58,15 @@ class StreamContext:
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         return reader.load()
 
-    def read_table(self, name: str) -> DataFrame:
-        """An upstream Delta table as a stream of its appended rows, whole versions per batch."""
-        return (
-            self.spark.readStream.format("delta")
-            .option("maxFilesPerTrigger", _UNLIMITED_FILES)
-            .load(str(self.lakehouse.table(name)))
+    def read_table(self, name: str, starting_version: int | None = None) -> DataFrame:
+        """An upstream Delta table as a stream of its appended rows, whole versions per batch;
+        a new checkpoint starts at ``starting_version`` (default: the table's beginning)."""
+        reader = self.spark.readStream.format("delta").option(
+            "maxFilesPerTrigger", _UNLIMITED_FILES
         )
+        if starting_version is not None:
+            reader = reader.option("startingVersion", starting_version)
+        return reader.load(str(self.lakehouse.table(name)))
 
 
 def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
@@ -79,12 +82,13 @@ def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
 
 
 def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) -> DataStreamWriter:
-    source = ctx.read_table(stream.source_table)
+    plan = read_plan(ctx.lakehouse.checkpoint(stream.name))
+    source = ctx.read_table(stream.source_table, plan.starting_version if plan else None)
     if stream.watermark is not None:
         source = with_watermark(source, stream.event_time, stream.watermark)
     result = _apply_logic(ctx, stream, source)
     _check_output(stream, result.schema)
-    writer = StageWriter(stream, target, ctx.lakehouse)
+    writer = StageWriter(stream, target, ctx.lakehouse, plan)
     return (
         result.select(*stream.output.fieldNames())
         .writeStream.outputMode(stream.output_mode)

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 
 from platform_pipelines.core.times import from_ms
 from platform_pipelines.core.units import duration
-from platform_pipelines.lakehouse.checkpoints import BatchClock, batch_clock
+from platform_pipelines.lakehouse.checkpoints import BatchClock, StartPlan, batch_clock
 from platform_pipelines.lakehouse.delta import Lakehouse, append_exactly_once, upsert_exactly_once
 from platform_pipelines.lakehouse.delta_log import AddedFile, added_files, batch_versions
 from platform_pipelines.lakehouse.tables import (
@@ -130,16 +130,17 @@ class StageWriter:
     """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
 
     def __init__(self, stream: StatefulStream, target: Target, upstream: Lakehouse,
-                 first_version: int = 0) -> None:  # fmt: skip
+                 plan: StartPlan | None = None) -> None:  # fmt: skip
         self._stream = stream
         self._target = target
         self._upstream = upstream.table(stream.source_table)
-        self._first_version = first_version
+        self._first_version = plan.starting_version if plan else 0
+        self._guard_until_ms = plan.guard_until_ms if plan else 0
         self._columns = stream.output.fieldNames()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         clock = batch_clock(self._target.checkpoint, batch_id)
-        output = batch.select(*self._columns).persist()
+        output = self._guarded(batch.select(*self._columns), clock).persist()
         try:
             rows_out = output.count()
             if rows_out:
@@ -149,6 +150,17 @@ class StageWriter:
             self._target.record(batch, batch_id, counts, clock, self._stream.watermark is not None)
         finally:
             output.unpersist()
+
+    def _guarded(self, output: DataFrame, clock: BatchClock) -> DataFrame:
+        """After a replay started (``StartPlan``), rows the table already holds are dropped until
+        the watermark passes the plan's guard."""
+        key = self._stream.unique_key
+        if key is None or clock.late_until_ms >= self._guard_until_ms:
+            return output
+        existing = output.sparkSession.read.format("delta").load(
+            str(self._target.lakehouse.table(self._stream.table))
+        )
+        return output.join(existing.select(key), on=key, how="left_anti").select(*self._columns)
 
     def _write_output(self, output: DataFrame, batch_id: int) -> None:
         table, app = self._stream.table, self._target.app_id(self._stream.table)

@@ -16,17 +16,21 @@ import dagster as dg
 import pytest
 from dagster import DagsterRunStatus
 
-from platform_pipelines.defs.health import RESTART_OF_TAG, restart_tick
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.defs.health.restart import RESTART_OF_TAG, restart_tick
+from platform_pipelines.health.checkpoint import CheckpointExpectations
 from platform_pipelines.health.restart import RestartPolicy
-from platform_pipelines.health.store import ProgressStore
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import REPO_ROOT
 from platform_pipelines.streams.builtin import builtin_streams
-from tests.dagster.test_stream_jobs import run_status, wait_for
+from tests.dagster.test_stream_jobs import run_status
+from tests.fixtures.dagster import sensor_ticks_since
+from tests.waiting import wait_for
 
+EXPECTED = CheckpointExpectations(state_partitions=2)
 STREAM = "service_heartbeats_raw"
 JOB = f"stream_{STREAM}"
 
@@ -90,7 +94,9 @@ def test_a_killed_stream_is_flagged_not_live_and_relaunched(kafka_broker, dagste
     dagster_ui.client.terminate_run(relaunched.run_id)  # a user's cancel is never relaunched
     wait_for(lambda: run_status(dagster_ui, relaunched.run_id) == DagsterRunStatus.CANCELED, 180,
              "the relaunched run to be cancelled")  # fmt: skip
-    time.sleep(12)  # two sensor intervals
+    cancelled_at = time.time()
+    wait_for(lambda: sensor_ticks_since(instance, "stream_auto_restart", cancelled_at) >= 2, 60,
+             "two ticks of the restart sensor after the cancel")  # fmt: skip
     assert restarts_of(instance, relaunched.run_id) == []
 
 
@@ -116,7 +122,7 @@ def test_a_damaged_checkpoint_stops_the_relaunch_with_a_failed_check(tmp_path):
 
         requests, checks, cursor = restart_tick(
             instance, {"stream_clickstream_raw": [stream]}, lake,
-            RestartPolicy(base_delay_seconds=0), None,
+            RestartPolicy(base_delay_seconds=0), EXPECTED, None,
         )  # fmt: skip
 
     assert requests == []
@@ -124,7 +130,7 @@ def test_a_damaged_checkpoint_stops_the_relaunch_with_a_failed_check(tmp_path):
     assert (check.check_name, check.passed) == ("auto_restart", False)
     assert "not relaunched: the checkpoint of clickstream_raw is damaged" in check.description
     assert "have offsets but no commit" in check.description
-    assert json.loads(cursor) == {run.run_id: "refused"}
+    assert json.loads(cursor) == {run.run_id: "fail"}
 
 
 @pytest.mark.dagster
@@ -155,24 +161,67 @@ def test_the_restart_sensor_gives_up_after_the_cap_with_a_failed_check(tmp_path)
         )
         instance.report_run_failed(run, "the query died again")
         requests, checks, cursor = restart_tick(
-            instance, {"stream_clickstream_raw": [stream]}, lake, policy, None
+            instance, {"stream_clickstream_raw": [stream]}, lake, policy, EXPECTED, None
         )
         assert requests == []
         (check,) = checks
         assert (check.check_name, check.passed) == ("auto_restart", False)
         assert "gave up after 2 relaunches" in check.description
-        assert json.loads(cursor) == {run.run_id: "gave up"}
+        assert json.loads(cursor) == {run.run_id: "fail"}
         # The decision is made once per failed run: the next tick stays quiet.
         assert restart_tick(instance, {"stream_clickstream_raw": [stream]}, lake, policy,
-                            cursor)[:2] == ([], [])  # fmt: skip
+                            EXPECTED, cursor)[:2] == ([], [])  # fmt: skip
 
         healthy = instance.create_run_for_job(job_def, run_config={"ops": {}})
         instance.report_run_failed(healthy, "first failure")
         requests, checks, _ = restart_tick(
-            instance, {"stream_clickstream_raw": [stream]}, lake, policy, cursor
+            instance, {"stream_clickstream_raw": [stream]}, lake, policy, EXPECTED, cursor
         )
         (request,) = requests
         assert request.tags == {"platform/restart_attempt": "1",
                                 "platform/restart_of": healthy.run_id}  # fmt: skip
         assert request.run_config == {"ops": {}}
         assert "relaunched" in checks[0].description
+
+
+@pytest.mark.dagster
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("checkpoint_busy", "another run holds the stream's checkpoint"),
+        ("invalid_config", "the run's configuration is invalid"),
+    ],
+)
+def test_a_failure_that_can_only_fail_again_is_never_relaunched(tmp_path, kind, why):
+    """A run whose op reported a permanent failure kind: the restart sensor refuses at once,
+    with a failed auto_restart check that says why and quotes the error."""
+
+    @dg.op
+    def refuse():
+        raise dg.Failure("Stream 'clickstream_raw' is already running: run 1a2b3c4d holds it.",
+                         metadata={"platform/failure": dg.MetadataValue.text(kind)})  # fmt: skip
+
+    @dg.job(name="stream_clickstream_raw")
+    def job():
+        refuse()
+
+    stream = builtin_streams().get("clickstream_raw")
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        assert not result.success
+        requests, checks, cursor = restart_tick(
+            instance, {"stream_clickstream_raw": [stream]}, Lakehouse(tmp_path / "lake"),
+            RestartPolicy(base_delay_seconds=0), EXPECTED, None,
+        )  # fmt: skip
+
+    assert requests == []
+    (check,) = checks
+    assert (check.check_name, check.passed) == ("auto_restart", False)
+    assert check.description == (
+        f"fail auto_restart: stream_clickstream_raw not relaunched: {why}"
+        + check.description.split(why, 1)[1]
+    )
+    assert (
+        "Its error: Stream 'clickstream_raw' is already running: run 1a2b3c4d" in check.description
+    )
+    assert json.loads(cursor) == {result.run_id: "fail"}

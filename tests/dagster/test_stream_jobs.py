@@ -64,9 +64,14 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
         "e5",
         "e6",
     ]
-    materializations = result.asset_materializations_for_node("run_stream_clickstream_raw")
-    assert [m.asset_key.to_user_string() for m in materializations] == ["clickstream_raw"]
-    assert materializations[0].metadata["rows_in"].value == 7
+    started, finished = result.asset_materializations_for_node("run_stream_clickstream_raw")
+    assert {started.asset_key.to_user_string(), finished.asset_key.to_user_string()} == {
+        "clickstream_raw"
+    }
+    assert started.metadata["running"].value is True
+    assert finished.metadata["running"].value is False
+    assert finished.metadata["rows_read_in_run"].value == 7
+    assert finished.metadata["run"].value == result.run_id
 
 
 def wait_for(predicate, timeout_s: float, what: str, every: float = 2.0):

@@ -10,7 +10,8 @@ import pytest
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.runner import RunOptions, Supervisor, run_streams, start_stream
+from platform_pipelines.runtime.runner import RunOptions, run_streams, start_stream
+from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 from tests.integration.events import at, ev
@@ -104,8 +105,7 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
     supervisor = Supervisor(lambda *_: None)
     try:
         for name in ("service_heartbeats_raw", "service_status"):
-            query = start_stream(ctx, registry.get(name), every_second)
-            supervisor.add(name, query, checkpoint=str(lake.checkpoint(name)))
+            supervisor.add(name, start_stream(ctx, registry.get(name), every_second, "continuous"))
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
         # No input at all from here on: only the processing-time timers can make progress.
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
@@ -114,7 +114,10 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
             kafka_broker, topic, [heartbeat("svc-a", datetime.now(UTC))], key_field="service"
         )
         wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok"], 120, "svc-a ok")
-        time.sleep(8)  # svc-b stays silent: it must not be reported stale again
+        # svc-a goes stale again once its new timer fires: by then svc-b, silent all along, has
+        # had every chance to be reported stale a second time.
+        wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok", "stale"], 120,
+                 "svc-a to go stale again")  # fmt: skip
         supervisor.poll()
     finally:
         supervisor.stop_all()

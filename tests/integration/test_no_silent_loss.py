@@ -10,10 +10,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from delta.tables import DeltaTable
 
 from platform_pipelines.core.times import iso
+from platform_pipelines.defs.health.deep import no_silent_loss
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import ev
 from tests.integration.helpers import ledger, run_catch_up, table
@@ -162,3 +165,33 @@ def test_a_far_future_event_cannot_push_the_watermark_past_the_clock(
     counts = {r["key"]: r["count"] for r in table(spark, lake, "key_counts")}
     assert counts == {"k2100": 1, "k1": 1, "k2": 1, "k3": 1}
     assert table(spark, lake, "late_events") == []
+
+
+def test_the_ledger_balances_against_the_tables_and_a_lost_row_fails_the_check(
+    spark, kafka_broker, topic_factory, lake
+):
+    topic = topic_factory("balance", partitions=2)
+    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0), ev("b", "u1", "logout", 1),
+                                         ev("a", "u1", "page_view", 0), b"oops",
+                                         ev("d", "u4", "page_view", 60)])  # fmt: skip
+    run_catch_up(spark, lake, kafka_broker, topic)
+    produce_events(
+        kafka_broker, topic, [ev("c", "u2", "page_view", 90), ev("old", "u3", "page_view", 5)]
+    )
+    streams = ["clickstream_raw", "events", "user_sessions"]
+    run_catch_up(spark, lake, kafka_broker, topic, streams)
+    registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
+
+    verdicts = {name: no_silent_loss(spark, lake, registry.get(name)) for name in streams}
+
+    assert {n: v.summary for n, v in verdicts.items()} == {
+        "clickstream_raw": "7 in = 6 out + 0 late + 1 quarantined + 0 absorbed",
+        "events": "6 in = 4 out + 1 late + 0 quarantined + 1 duplicates removed",
+        "user_sessions": "4 in = 1 out + 0 late + 0 quarantined + 3 rows folded into state",
+    }
+    assert all(v.passed for v in verdicts.values())
+
+    DeltaTable.forPath(spark, str(lake.table("events"))).delete("event_id = 'c'")
+    lost = no_silent_loss(spark, lake, registry.get("events"))
+    assert not lost.passed
+    assert lost.summary.startswith("3 rows in its table but 4 written by its batches")

@@ -10,13 +10,13 @@ import dagster as dg
 import pytest
 from pyspark.sql import Row
 
+from platform_pipelines.core.verdict import Status
 from platform_pipelines.definitions import defs
 from platform_pipelines.defs.resources import (
     KafkaResource,
     LakehouseResource,
     SparkStreamingResource,
 )
-from platform_pipelines.health.verdict import Status
 from platform_pipelines.lakehouse import quality
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.state.alerts import ALERT_FIELDS

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from pyspark.sql.streaming.tws_tester import TwsTester
 from platform_pipelines.state.sessions import SessionConfig
 from platform_pipelines.streams.schemas import CLICKSTREAM
 from platform_pipelines.streams.sessions import SessionApi, SessionProcessor, sessionize
+from platform_pipelines.streams.watermark import with_watermark
 
 pytestmark = pytest.mark.spark
 
@@ -48,7 +49,8 @@ FIRST = [
 LATER = [event(10, "u9", "page_view", "12:00", "Z")]
 
 # user, session_id suffix, start, end, seconds, count, pages, checkout, purchased, revenue, reason
-U1_GAP = ("u1", "1795341600000", "10:00", "10:05", 300.0, 2, ["A", "B"], False, False, 0.0, "gap")
+U1_GAP = ("u1", "1795341600000", "10:00", "10:05", 300.0, 2, ["A", "B"], False, False, 0.0,
+          "timeout")  # fmt: skip
 U2_LOGOUT = (
     "u2",
     "1795341600000",
@@ -83,7 +85,7 @@ def run_available_now(
 ) -> list[tuple]:
     """One availableNow run of the sessions stream into Delta; the table's rows afterwards."""
     events = spark.readStream.schema(CLICKSTREAM).json(str(source))
-    sessions = sessionize(events.withWatermark("event_time", "10 minutes"), api=api)
+    sessions = sessionize(with_watermark(events, "event_time", timedelta(minutes=10)), api=api)
     query = (
         sessions.writeStream.format("delta")
         .outputMode("append")
@@ -135,7 +137,7 @@ def row(n: int, minute: int, page: str) -> Row:
     )
 
 
-def test_the_processor_moves_its_timer_to_the_latest_event_and_emits_on_timeout() -> None:
+def test_the_processor_holds_events_until_the_watermark_and_closes_at_last_event_plus_gap() -> None:
     tester = TwsTester(
         SessionProcessor(SessionConfig()),
         timeMode="EventTime",
@@ -145,7 +147,8 @@ def test_the_processor_moves_its_timer_to_the_latest_event_and_emits_on_timeout(
 
     assert tester.test("u1", [row(1, 0, "A")]) == []
     assert tester.test("u1", [row(2, 5, "B")]) == []
-    assert tester.setWatermark(t0 + 34 * MIN) == []  # the first event's timer (10:30) was deleted
+    # 10:34 releases both events into one open session; it times out at 10:05 + 30 min
+    assert tester.setWatermark(t0 + 34 * MIN) == []
     (closed,) = tester.setWatermark(t0 + 35 * MIN)
 
     assert closed.asDict() == {

@@ -19,23 +19,29 @@ DEAD_RUN_MESSAGE = (
 
 
 def failure_reason(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str | None, str | None]:
-    """The first line of a failed run's error, its ``platform/failure`` kind and error class."""
-    for record in reversed(instance.all_logs(run_id)):
+    """The first line of a failed run's error, its ``platform/failure`` kind and error class:
+    from the step that failed, else from the run's failure."""
+    logs = instance.all_logs(run_id)
+    for record in reversed(logs):
         event = record.dagster_event
-        if event is None:
-            continue
-        if event.is_step_failure and event.step_failure_data:
+        if event is not None and event.is_step_failure and event.step_failure_data:
             data = event.step_failure_data
-            meta = data.user_failure_data.metadata if data.user_failure_data else {}
-            kind = meta.get("platform/failure")
-            error = data.error
-            line = error.message.strip().splitlines()[0][:300] if error else "the step failed"
-            if data.user_failure_data and data.user_failure_data.description:
-                line = data.user_failure_data.description.strip().splitlines()[0][:300]
-            return line, getattr(kind, "value", None), error.cls_name if error else None
-        if event.is_run_failure and event.message:
-            return event.message.strip().splitlines()[0][:300], None, None
+            user = data.user_failure_data
+            kind = (user.metadata or {}).get("platform/failure") if user else None
+            text = (user.description if user and user.description else None) or (
+                data.error.message if data.error else "the step failed"
+            )
+            error_class = data.error.cls_name if data.error else None
+            return _first_line(text), getattr(kind, "text", None), error_class
+    for record in reversed(logs):
+        event = record.dagster_event
+        if event is not None and event.is_run_failure and event.message:
+            return _first_line(event.message), None, None
     return "the run failed", None, None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:300] if text.strip() else text
 
 
 @dataclass

@@ -17,7 +17,9 @@ def test_a_second_run_on_a_held_checkpoint_is_refused_naming_the_holder_until_re
         with pytest.raises(CheckpointBusyError) as refused:
             CheckpointLocks({"events": tmp_path / "events"}).__enter__()
         assert locked_streams(checkpoints.items()) == ["events", "user_sessions"]
-    assert "Stream 'events' is already running: run 1a2b3c4d of all_streams (pid" in str(refused.value)
+    assert "Stream 'events' is already running: run 1a2b3c4d of all_streams (pid" in str(
+        refused.value
+    )
     assert locked_streams(checkpoints.items()) == []
     with CheckpointLocks({"events": tmp_path / "events"}):  # free again
         pass

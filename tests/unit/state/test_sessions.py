@@ -31,7 +31,9 @@ def at(minute: float) -> int:
     return T0 + int(minute * MIN)
 
 
-def ev(minute: float, kind: str = "page_view", page: str | None = None, amount: float | None = None):
+def ev(
+    minute: float, kind: str = "page_view", page: str | None = None, amount: float | None = None
+):
     """An event of user u1 at T0 + ``minute``; its id sorts like its time."""
     return SessionEvent(at(minute), f"e{at(minute)}", "u1", kind, page, amount)
 
@@ -54,7 +56,9 @@ def session(start: float, last: float, count: int, pages: list[tuple[float, str]
     )
 
 
-def closed(start: float, end: float, count: int, pages: list[str], reason: str, **kw) -> ClosedSession:
+def closed(
+    start: float, end: float, count: int, pages: list[str], reason: str, **kw
+) -> ClosedSession:
     values = {"reached_checkout": False, "purchased": False, "revenue": 0.0} | kw
     return ClosedSession(
         user_id="u1",
@@ -192,11 +196,11 @@ def run_batches(batches: list[list[SessionEvent]], watermarks: list[float]) -> l
 
 def test_sessions_are_the_same_whatever_the_arrival_order_and_batches_within_the_watermark():
     expected = run_batches([A_DAY], [1000])
+    bought = {"reached_checkout": True, "purchased": True, "revenue": 5.0}
     assert expected == [
         closed(0, 3, 3, ["home", "p1"], "logout"),
         closed(3.5, 10, 2, ["late-after-logout", "p2"], "timeout"),
-        closed(50, 52, 3, ["p3", "checkout", "done"], "timeout", reached_checkout=True,
-               purchased=True, revenue=5.0),  # fmt: skip
+        closed(50, 52, 3, ["p3", "checkout", "done"], "timeout", **bought),
         closed(90, 90, 1, ["p4"], "timeout"),
     ]
     rng = random.Random(7)

@@ -1,0 +1,53 @@
+"""The process ``platform chaos`` kills: the clickstream pipeline on one lakehouse, continuously.
+
+``python -m platform_pipelines.runtime.chaos_worker --lake DIR --bootstrap HOST:PORT --topic T``
+runs bronze, dedup, sessions and alerts (catch-up first, then 1 s triggers) and records every
+query event under ``DIR/progress`` so the parent can see when it makes progress. SIGTERM stops it
+gracefully; SIGKILL is what the parent uses to test recovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
+from platform_pipelines.runtime.recorder import ProgressRecorder
+from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.spark.session import SparkOptions, build_spark_session
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+from platform_pipelines.streams.query import StreamContext
+
+STREAMS = ("clickstream_raw", "events", "user_sessions", "security_alerts")
+SPARK = SparkOptions(master="local[2]", state_partitions=2, ui_enabled=False,
+                     extra_conf={"spark.sql.streaming.pollingDelay": "10ms"})  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lake", type=Path, required=True)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--mode", choices=("continuous", "catch_up"), default="continuous")
+    args = parser.parse_args()
+    registry = builtin_streams(BuiltinSettings(clickstream_topic=args.topic))
+    streams = [registry.get(name) for name in STREAMS]
+    spark = build_spark_session(SPARK)
+    store = ProgressStore(args.lake / "progress")
+    options = RunOptions(mode=args.mode, processing_time="1 second", max_offsets_per_trigger=500)
+    recorder = ProgressRecorder(store, f"chaos-{os.getpid()}", {s.name: 1.0 for s in streams})
+    ctx = StreamContext(spark, Lakehouse(args.lake / "lakehouse"), args.bootstrap,
+                        on_batch=recorder.record_batch)  # fmt: skip
+    with stop_requests() as stop:
+        try:
+            run_streams(ctx, streams, options, lambda *_: None, recorder=recorder, stop=stop)
+        except GracefulStop as done:
+            print(done.line(), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
