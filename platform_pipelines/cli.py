@@ -208,8 +208,8 @@ def _print_counts(title: str, counts: dict[str, int], caption: str = "") -> None
 def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
     """The main job: broker, synthetic topics, every stream through Dagster, daily engagement."""
     from platform_pipelines import demo as steps
-    from platform_pipelines.catalog import load_registry
     from platform_pipelines.jvm import ensure_jars, require_java
+    from platform_pipelines.streams.catalog import load_registry
 
     cfg = _config(**kw)
     os.environ.setdefault("PLATFORM_SPARK_LOG_LEVEL", "ERROR")  # Dagster's log shows the progress
@@ -339,14 +339,14 @@ def status(all_checks: bool, strict: bool) -> None:
     """One table of every declared stream: running or not, last batch age, rows/s, Kafka lag,
     state rows, checkpoint size and health. Reads progress records, checkpoints and the broker;
     starts no JVM."""
-    from platform_pipelines.catalog import load_registry
+    from platform_pipelines.core.progress_store import ProgressStore
     from platform_pipelines.health.evaluate import (
         evaluate_all,
         run_state_from_records,
         stream_targets,
     )
-    from platform_pipelines.health.store import ProgressStore
     from platform_pipelines.lakehouse.delta import Lakehouse
+    from platform_pipelines.streams.catalog import load_registry
 
     settings = get_settings()
     targets = stream_targets(load_registry(), Lakehouse(settings.lakehouse_dir))

@@ -75,7 +75,7 @@ from itertools import chain, islice, pairwise
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.health.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
 
 CHECK = "checkpoint"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

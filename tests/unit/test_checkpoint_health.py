@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from platform_pipelines.core.verdict import Status, Verdict
 from platform_pipelines.health.checkpoint import (
     CheckpointExpectations,
     CheckpointFacts,
@@ -30,7 +31,6 @@ from platform_pipelines.health.checkpoint import (
     kafka_committed_offsets,
     kafka_lag,
 )
-from platform_pipelines.core.verdict import Status, Verdict
 
 DATA = Path(__file__).parent / "data" / "checkpoints"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

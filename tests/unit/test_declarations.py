@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from platform_pipelines.streams.builtin import builtin_streams
-from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.declare import KafkaSource, StatefulStream, TableSource
+from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.validate import DeclarationError
 from user_streams.running_count import STREAMS, RunningCount
 
