@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -40,13 +41,19 @@ class RunState:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed run worker stays a zombie
+    until its parent, often the code server the sensor runs in, reaps it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # it exists, owned by someone else
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def process_gone(record: ProgressRecord | None, alive: Callable[[int], bool] = pid_alive) -> bool:

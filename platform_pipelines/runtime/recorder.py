@@ -38,7 +38,7 @@ class ProgressRecorder(StreamingQueryListener):
         self._run_id = run_id
         self._triggers = dict(trigger_seconds)
         self._names: dict[str, str] = {}  # query id -> stream name
-        self._ended: set[str] = set()
+        self._ended: set[str] = set()  # run ids of query runs whose end was recorded
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._host = socket.gethostname()
@@ -68,12 +68,13 @@ class ProgressRecorder(StreamingQueryListener):
                   ("rows_in", "rows_out", "rows_late", "rows_quarantined")}  # fmt: skip
         self.record(stream, "batch", batch_id=batch_id, counts=fields)
 
-    def record_end(self, stream: str, error: BaseException | None = None) -> None:
-        """The query of ``stream`` ended (cleanly when ``error`` is None); recorded once."""
+    def record_end(self, stream: str, error: BaseException | None = None, run: str = "") -> None:
+        """The query run ``run`` of ``stream`` ended (cleanly when ``error`` is None); recorded
+        once, whether this call or the listener's terminated event comes first."""
         with self._lock:
-            if stream in self._ended:
+            if run and run in self._ended:
                 return
-            self._ended.add(stream)
+            self._ended.add(run)
         if error is None:
             self.record(stream, "terminated")
         else:
@@ -85,8 +86,6 @@ class ProgressRecorder(StreamingQueryListener):
     def onQueryStarted(self, event: QueryStartedEvent) -> None:
         if event.name in self._triggers:
             self._names[str(event.id)] = event.name
-            with self._lock:
-                self._ended.discard(event.name)
             self.record(event.name, "started")
 
     def onQueryProgress(self, event: QueryProgressEvent) -> None:
@@ -100,13 +99,15 @@ class ProgressRecorder(StreamingQueryListener):
             self.record(name, "idle")
 
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
+        # Delivered asynchronously: it may arrive after the next run of the same query started,
+        # so it is deduplicated by the query run, not by the stream.
         name = self._names.get(str(event.id))
         if not name:
             return
         with self._lock:
-            if name in self._ended:
+            if str(event.runId) in self._ended:
                 return
-            self._ended.add(name)
+            self._ended.add(str(event.runId))
         if event.exception:
             self.record(name, "terminated", error_class=event.errorClassOnException or "Error",
                         error=_first_line(event.exception))  # fmt: skip

@@ -122,7 +122,7 @@ def run_streams(
         GracefulStop: ``stop`` was set and every query stopped cleanly.
     """
     per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
-    on_end = recorder.record_end if recorder else lambda name, error: None
+    on_end = recorder.record_end if recorder else lambda name, error, run: None
     supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watch)
     checkpoints = {s.name: ctx.lakehouse.checkpoint(s.name) for s in streams} if lock else {}
     with CheckpointLocks(checkpoints, owner):

@@ -17,7 +17,7 @@ from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 
 Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
-EndCallback = Callable[[str, BaseException | None], None]
+EndCallback = Callable[[str, BaseException | None, str], None]  # name, error, query run id
 STOP_AT_BATCH_BOUNDARY_SECONDS = 30.0
 
 
@@ -35,7 +35,7 @@ def summarize_failure(name: str, error: BaseException) -> str:
 class Supervisor:
     """Watches running queries, reports each new progress once and raises when one fails."""
 
-    def __init__(self, on_progress: ProgressCallback, on_end: EndCallback = lambda n, e: None,
+    def __init__(self, on_progress: ProgressCallback, on_end: EndCallback = lambda n, e, r: None,
                  stop: StopRequest | None = None, poll_seconds: float = 1.0,
                  watch: Callable[[], None] | None = None) -> None:  # fmt: skip
         self._on_progress = on_progress
@@ -125,7 +125,7 @@ class Supervisor:
                 active = False
             if not active and name not in self._ended:
                 self._ended.add(name)
-                self._on_end(name, _query_error(query))
+                self._on_end(name, _query_error(query), _run_id(query))
 
 
 def _wait_for_batch_boundary(query: StreamingQuery, deadline: float) -> None:
@@ -149,6 +149,13 @@ def _caught_up(query: StreamingQuery) -> bool:
         return False
     last = query.lastProgress
     return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
+
+
+def _run_id(query: StreamingQuery) -> str:
+    try:
+        return str(query.runId)
+    except Exception:
+        return ""
 
 
 def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
