@@ -119,7 +119,10 @@ def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
 
 def stream_lag(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts,
                broker: Broker | None) -> Lag | None:  # fmt: skip
-    """How far ``stream`` is behind its input, counted outside Spark; None when not measurable."""
+    """How far ``stream`` is behind its input, counted outside Spark; None when not measurable
+    (or the stream never ran: it has no position to be behind from)."""
+    if not facts.exists:
+        return None
     if stream.topic is not None:
         what = f"Kafka topic {stream.topic}"
         if broker is None:

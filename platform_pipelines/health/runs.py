@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import socket
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from platform_pipelines.core.records import ProgressRecord

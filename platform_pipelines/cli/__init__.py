@@ -1,0 +1,23 @@
+"""`platform`: set up, run the demo, start the local broker and the Dagster UI, produce events,
+show every stream's health, operate a stream, inject faults.
+
+Each command lives in its own module; this one assembles the command group.
+"""
+
+from __future__ import annotations
+
+from platform_pipelines.cli.chaos import chaos
+from platform_pipelines.cli.demo import demo, setup
+from platform_pipelines.cli.kafka import kafka, produce_cmd
+from platform_pipelines.cli.main import main
+from platform_pipelines.cli.status import status
+from platform_pipelines.cli.stream import stream
+from platform_pipelines.cli.ui import dagster_dev_command, ui
+
+for command in (setup, demo, kafka, produce_cmd, status, ui, stream, chaos):
+    main.add_command(command)
+
+__all__ = ["dagster_dev_command", "main"]
+
+if __name__ == "__main__":
+    main()

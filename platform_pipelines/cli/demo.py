@@ -1,0 +1,147 @@
+"""`platform setup` and `platform demo`: from a fresh machine to every stream's tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Any
+
+import click
+from rich.table import Table
+
+from platform_pipelines.cli.kafka import (
+    clickstream_config,
+    ensure_broker,
+    print_counts,
+    produce_with_progress,
+    producer_options,
+)
+from platform_pipelines.cli.main import console, friendly_errors
+from platform_pipelines.core.units import count, duration
+from platform_pipelines.settings import REPO_ROOT, get_settings
+
+
+@click.command(short_help="Check Java and resolve the JVM jars (once; offline afterwards).")
+@friendly_errors
+def setup() -> None:
+    """Check Java 17+ and resolve the JVM artifacts from Maven Central (once)."""
+    from platform_pipelines.jvm import ensure_jars, require_java
+
+    table = Table("component", "status")
+    table.add_row("Java", f"{require_java()} (>= 17 needed)")
+    for name in ("spark", "kafka-broker"):
+        with console.status(f"Resolving {name} jars from Maven Central (first time only)..."):
+            jars = ensure_jars(name)
+        table.add_row(f"{name} jars", f"{len(jars)} in {get_settings().jars_dir / name}")
+    console.print(table)
+
+
+@click.command(short_help="The main job: broker, synthetic topics, every stream, a summary.")
+@producer_options
+@click.option("--keep-broker", is_flag=True, help="Leave the broker running afterwards.")
+@click.option("--fresh/--no-fresh", default=True, show_default=True,
+              help="Start from empty topics, tables and checkpoints (.local/kafka, .local/lakehouse).")  # fmt: skip
+@friendly_errors
+def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
+    """The main job: the local broker, synthetic topics, every stream through Dagster (the
+    all_streams job, catch-up), daily engagement, and a summary of what landed where."""
+    from platform_pipelines.cli import demo_steps as steps
+    from platform_pipelines.jvm import ensure_jars, require_java
+    from platform_pipelines.kafka.broker import LocalKafkaBroker
+    from platform_pipelines.streams.catalog import load_registry
+
+    cfg = clickstream_config(**kw)
+    os.environ.setdefault("PLATFORM_SPARK_LOG_LEVEL", "ERROR")  # Dagster's log shows the progress
+    require_java()
+    with console.status("Resolving JVM artifacts (cached after the first run)..."):
+        ensure_jars("spark")
+        ensure_jars("kafka-broker")
+    settings = get_settings()
+    if fresh:
+        _reset_local_state()
+    bootstrap, started = ensure_broker(settings)
+    os.environ["PLATFORM_KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
+    try:
+        produced = _produce_demo_topics(cfg, bootstrap)
+        console.rule("Running the all_streams job through Dagster (catch-up)")
+        began = time.monotonic()
+        run_id, status = steps.run_all_streams_catch_up()
+        elapsed = time.monotonic() - began
+    finally:
+        if started and not keep_broker:
+            LocalKafkaBroker(settings.broker_dir).stop()
+    if status != "SUCCESS":
+        raise click.ClickException(f"The all_streams run {run_id} ended {status}; its logs are "
+                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
+    console.rule("Materializing daily_engagement")
+    if not steps.materialize_engagement([cfg.start_time.date().isoformat()]):
+        raise click.ClickException("daily_engagement failed to materialize; its run's logs are "
+                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
+    summary = steps.summarize([*load_registry(settings).tables(), "daily_engagement"])
+    _print_summary(produced, run_id, status, elapsed, summary)
+
+
+def _reset_local_state() -> None:
+    """Empty the local broker's data and the lakehouse, so the demo's numbers are its own."""
+    from platform_pipelines.kafka.broker import find_running_broker
+
+    settings = get_settings()
+    if find_running_broker(settings.broker_dir):
+        raise click.ClickException(
+            "The local Kafka broker is running (perhaps for the UI), so its data cannot be reset. "
+            "Stop it with `platform kafka stop`, or keep the current state with --no-fresh."
+        )
+    for folder in (settings.broker_dir, settings.lakehouse_dir, settings.progress_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:
+    """The clickstream (with a progress bar), heartbeats of 5 services and a few keyed events."""
+    from platform_pipelines.kafka.admin import create_topics
+    from platform_pipelines.kafka.heartbeats import HeartbeatConfig, generate_heartbeats
+    from platform_pipelines.kafka.producer import produce, produce_events
+
+    settings = get_settings()
+    create_topics(bootstrap, {settings.heartbeats_topic: 1, "key_events": 1})
+    clicks = produce_with_progress(cfg, bootstrap, settings.clickstream_topic)
+    counts = {f"clickstream {k}": n for k, n in clicks.counts.items()}
+    beats = produce(bootstrap, settings.heartbeats_topic, generate_heartbeats(HeartbeatConfig()))
+    counts["service_heartbeats"] = beats.total
+    keyed = [{"key": f"k{i % 7}", "event_time": "2026-11-22T08:00:00Z"} for i in range(100)]
+    counts["key_events"] = produce_events(bootstrap, "key_events", keyed, key_field="key").total
+    return counts
+
+
+def _print_summary(produced: dict[str, int], run_id: str, status: str, elapsed: float,
+                   summary: Any) -> None:  # fmt: skip
+    print_counts("Produced to Kafka", produced)
+    table = Table("table", "rows", "path",
+                  title=f"Delta tables (all_streams run {run_id[:8]} {status} in {duration(elapsed)})")  # fmt: skip
+    for name, rows, path in summary.tables:
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        table.add_row(name, count(rows), str(shown))
+    console.print(table)
+    if summary.quarantine_reasons:
+        print_counts("Quarantined records by reason (top 5)", dict(summary.quarantine_reasons))
+    alerts = Table("user", "failures", "first", "last",
+                   title=f"Security alerts ({count(summary.rows('security_alerts'))}, first 5)")  # fmt: skip
+    for a in summary.alerts:
+        alerts.add_row(a["user_id"], str(a["failure_count"]), str(a["first_failure_time"]),
+                       str(a["last_failure_time"]))  # fmt: skip
+    console.print(alerts)
+    changes = Table("service", "status", "changed at", title="Service status changes")
+    for s in summary.status_changes:
+        changes.add_row(s["service"], s["status"], str(s["changed_at"]))
+    console.print(changes)
+    for day in summary.engagement:
+        console.print(f"daily_engagement {day['day']}: {day['sessions']} sessions, {day['users']} "
+                      f"users, avg {duration(day['avg_duration_seconds'])}, conversion "
+                      f"{day['conversion_rate']:.1%}, revenue {day['revenue']:,.2f}")  # fmt: skip
+    console.print(f"Sessions closed: [bold]{count(summary.rows('user_sessions'))}[/] (a session "
+                  "closes once the watermark passes its last event + 30 min)")  # fmt: skip
+    console.print(f"Rows kept aside: {count(summary.rows('quarantine'))} quarantined, "
+                  f"{count(summary.rows('late_events'))} late (tables quarantine, late_events)")  # fmt: skip
+    console.print(f"Tables and checkpoints: {get_settings().lakehouse_dir}")
+    console.print(f"Open the Dagster UI on the same state: [bold]make ui[/], then "
+                  f"http://127.0.0.1:3000 (run {run_id})")  # fmt: skip
