@@ -27,7 +27,8 @@ def judge_late_data(
     """Over the last ``window_batches`` batches:
 
     * Spark dropped more rows than the platform kept: fail, rows were lost;
-    * the watermark is ahead of the clock: fail, every on-time row is now late;
+    * the watermark more than ``watermark_ahead_fail_seconds`` ahead of the clock: fail, every
+      on-time row is now late (less than that warns);
     * kept late rows above ``late_rows_fail_fraction`` of the input: fail; any late row: warn;
     * the watermark more than ``watermark_delay_warn_seconds`` behind the clock: warn.
 
@@ -75,12 +76,16 @@ def _kept(late: int, dropped: int, rows_in: int, n: int, policy: HealthPolicy, s
 
 def _delay(delay: float, policy: HealthPolicy, stream: str) -> Verdict:
     evidence: dict[str, float | int | str] = {"watermark_delay_seconds": round(delay, 1)}
-    if delay < 0:
+    if delay < -policy.watermark_ahead_fail_seconds:
         name = stream or "<stream>"
         return failed(LATE_DATA, f"the watermark is {duration(-delay)} ahead of the wall clock: "
                       "every on-time row is now late",
                       f"Run `platform stream reset-watermark {name}`: it restarts the stream on a "
                       "new checkpoint from where it stands, with no loss and no duplicates.",
+                      evidence)  # fmt: skip
+    if delay < 0:
+        return warned(LATE_DATA, f"the watermark is {duration(-delay)} ahead of the wall clock",
+                      "Event times are ahead of the processing clock: check the producers' clocks.",
                       evidence)  # fmt: skip
     if delay > policy.watermark_delay_warn_seconds:
         return warned(LATE_DATA, f"event time is {duration(delay)} behind the wall clock",

@@ -41,6 +41,8 @@ class HealthPolicy:
             went to ``late_events`` (they are not in the stream's table); any late row warns.
         watermark_delay_warn_seconds: warn when the watermark is more than this far behind the
             batch's wall clock. This includes the stream's declared watermark delay: keep it above.
+        watermark_ahead_fail_seconds: a watermark ahead of the batch's clock makes on-time rows
+            late; up to this far ahead warns (producers' clocks a little fast), beyond it fails.
     """
 
     stale_after_triggers: float = 3.0
@@ -56,6 +58,7 @@ class HealthPolicy:
     forecast_horizon_seconds: float = 24 * 3600
     late_rows_fail_fraction: float = 0.001
     watermark_delay_warn_seconds: float = 3600.0
+    watermark_ahead_fail_seconds: float = 60.0
 
 
 DEFAULT_POLICY = HealthPolicy()

@@ -57,7 +57,9 @@ def test_produce_uses_the_configured_broker_and_never_starts_one(tmp_path, monke
     result = CliRunner().invoke(main, ["produce", "--events", "5"])
 
     assert result.exit_code == 1
-    assert "No Kafka broker answers at 127.0.0.1:1 (PLATFORM_KAFKA_BOOTSTRAP_SERVERS)" in result.output
+    assert (
+        "No Kafka broker answers at 127.0.0.1:1 (PLATFORM_KAFKA_BOOTSTRAP_SERVERS)" in result.output
+    )
     assert "Started the local Kafka broker" not in result.output
     assert not (tmp_path / "kafka").exists()
 
