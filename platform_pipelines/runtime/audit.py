@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.health.loss import Counted, LedgerTotals
-from platform_pipelines.lakehouse.checkpoints import query_id_of
+from platform_pipelines.lakehouse.checkpoints import query_id_of, read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.delta_log import added_files, committed_version
 from platform_pipelines.lakehouse.tables import LATE_TABLE, LEDGER_TABLE, QUARANTINE_TABLE
@@ -115,8 +115,9 @@ def _delta_consumed(lakehouse: Lakehouse, stream: StatefulStream, checkpoint: Pa
     end = committed_version(checkpoint)
     if end is None:
         return None
+    plan = read_plan(checkpoint)
     try:
-        files = added_files(lakehouse.table(stream.source_table), 0, end)
+        files = added_files(lakehouse.table(stream.source_table), plan.starting_version if plan else 0, end)
     except OSError:  # the upstream table is gone, or its log was cleaned up: cannot be counted
         return None
     if any(f.records is None for f in files):
