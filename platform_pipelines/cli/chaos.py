@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from platform_pipelines.cli.main import console
+from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.units import count, duration
 
 
@@ -25,6 +25,7 @@ from platform_pipelines.core.units import count, duration
 @click.option("--output", type=click.Path(path_type=Path), default=None,
               help="Write the results as JSON here.")  # fmt: skip
 @click.option("--keep", is_flag=True, help="Keep the trials' lakehouses under .local/chaos.")
+@friendly_errors
 def chaos(trials: int, events: int, rate: float, kills: str, seed: int, output: Path | None,
           keep: bool) -> None:  # fmt: skip
     """Fault injection. Each trial produces a synthetic clickstream while the pipeline (bronze,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from platform_pipelines.cli.main import console
+from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.units import count
 
 
@@ -20,6 +20,7 @@ def stream() -> None:
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Reset even when the watermark looks sane.")
 @click.option("--no-run", is_flag=True, help="Only prepare the new checkpoint; do not replay now.")
+@friendly_errors
 def reset_watermark_cmd(name: str, force: bool, no_run: bool) -> None:
     """Restart stream NAME on a new checkpoint when its watermark is ahead of the clock (every
     on-time row is then late): the rows the bad watermark refused are replayed from the upstream

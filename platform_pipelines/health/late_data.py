@@ -39,9 +39,11 @@ def judge_late_data(
     if not window:
         return passed(LATE_DATA, "no batches yet")
     ids = {int(p(r).get("batchId", -1)) for r in window}
-    kept = [r for r in by_time(records) if r.event == "batch" and r.batch_id in ids and r.counts]
+    # A batch replayed after a crash records its counts again: the newest record of a batch wins.
+    kept = {r.batch_id: r.counts for r in by_time(records)
+            if r.event == "batch" and r.batch_id in ids and r.counts}  # fmt: skip
     dropped = sum(op_sum(p(r), "numRowsDroppedByWatermark") for r in window)
-    late = sum(int(r.counts.get("rows_late", 0)) for r in kept) if kept else dropped  # type: ignore[union-attr]
+    late = sum(int(c.get("rows_late", 0)) for c in kept.values()) if kept else dropped
     rows_in = sum(int(p(r).get("numInputRows") or 0) for r in window)
     delays = [d for d in (watermark_delay(r) for r in window) if d is not None]
     if not delays and not dropped and not late:

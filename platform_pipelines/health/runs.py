@@ -79,7 +79,9 @@ def classify_run(
         return RunState("never_run", "no run has started it yet")
     if run_status is None:
         return run_state_from_records(records, alive)
-    last = records[-1]
+    # The listener records asynchronously: a query's last batch may land after its end, so the
+    # newest start or end says what the query did.
+    last = next((r for r in reversed(records) if r.event in ("started", "terminated")), records[-1])
     run, short = last.run_id, last.run_id[:8]
     if run_status in ACTIVE_RUN_STATUSES:
         if process_gone(last, alive):

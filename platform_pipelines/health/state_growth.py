@@ -52,7 +52,7 @@ def _budget_verdict(
     value above the oldest and a least-squares slope that reaches the budget within the
     horizon: warn with the estimated time."""
     current = points[-1][1]
-    key = what.replace(" ", "_")
+    key = what.lower().replace(" ", "_")
     if current > budget:
         return failed(
             STATE_GROWTH,

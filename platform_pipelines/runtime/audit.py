@@ -117,7 +117,9 @@ def _delta_consumed(lakehouse: Lakehouse, stream: StatefulStream, checkpoint: Pa
         return None
     plan = read_plan(checkpoint)
     try:
-        files = added_files(lakehouse.table(stream.source_table), plan.starting_version if plan else 0, end)
+        files = added_files(
+            lakehouse.table(stream.source_table), plan.starting_version if plan else 0, end
+        )
     except OSError:  # the upstream table is gone, or its log was cleaned up: cannot be counted
         return None
     if any(f.records is None for f in files):

@@ -119,9 +119,10 @@ def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str,
     worker, launched = _launch(lake_dir, bootstrap, topic), time.monotonic()
     result.restart_seconds.append(_first_batch_after(lake_dir, launched, worker))
     _wait_caught_up(Lakehouse(lake_dir / "lakehouse"), bootstrap, topic, worker)
-    os.killpg(worker.pid, signal.SIGTERM)
+    os.kill(worker.pid, signal.SIGTERM)  # the Python driver only: it stops its JVM's queries
     if worker.wait(120) != 0:
-        raise RuntimeError(f"trial {trial}: the last launch did not stop cleanly")
+        raise RuntimeError(f"trial {trial}: the last launch did not stop cleanly; see "
+                           f"{lake_dir}/worker.log")  # fmt: skip
     say(f"trial {trial}: caught up; comparing with a clean catch-up run")
     _compare(result, spark, bootstrap, topic, lake_dir, workdir / f"reference-{trial}")
     result.seconds = round(time.monotonic() - began, 1)

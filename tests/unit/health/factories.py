@@ -111,3 +111,15 @@ def real_records(name: str, trigger: float = 1.0) -> list[ProgressRecord]:
         )
         for p in load(name)
     ]
+
+
+def idle(ts: float, trigger: float = 10.0) -> ProgressRecord:
+    """A trigger that found no new data (Spark's ``QueryIdleEvent``)."""
+    return ProgressRecord(ts, "idle", "orders", "1a2b", trigger_seconds=trigger)
+
+
+def terminated(ts: float, error_class: str | None = None, error: str | None = None,
+               trigger: float = 10.0) -> ProgressRecord:  # fmt: skip
+    """The query ended: cleanly, or with ``error_class``."""
+    return ProgressRecord(ts, "terminated", "orders", "1a2b", trigger_seconds=trigger,
+                          error_class=error_class, error=error)  # fmt: skip

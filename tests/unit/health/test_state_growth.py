@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import pytest
+
 from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.policy import HealthPolicy
-from platform_pipelines.health.state_growth import judge_state_growth
-from tests.unit.health.factories import batch, batches, started
+from platform_pipelines.health.state_growth import growth_run, judge_state_growth
+from tests.unit.health.factories import batch, batches, real_records, started
+
+GROWING = [1000 * (i + 1) for i in range(10)]
+LEAK_REMEDY = (
+    "State keys are never removed: add a watermark, a state TTL or a timer that clears each key "
+    "when it is done."
+)
+FORECAST_REMEDY = (
+    "State will outgrow its budget: shorten the watermark or TTL, cut the key space, or raise the "
+    "budget."
+)
+BUDGET_REMEDY = (
+    "Shrink the state (shorter watermark or TTL, fewer keys) or give it a larger budget."
+)
+NEAR_BUDGET = [40_000_000 + 100_000 * i for i in range(10)]  # +10_000 rows/s over 10 s batches
+
+
+def idle_batch(i: int):
+    """A batch without input whose operators did not run: it reports a state of 0 rows."""
+    return batch(i, rows_in=0, state_rows=0, removed=0, updated=0)
 
 
 def test_a_healthy_stream_holds_its_state_with_its_numbers():
-    state = judge_state_growth([started(), *batches(10)])
-    assert (state.status, state.summary) == (
+    verdict = judge_state_growth([started(), *batches(10)])
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
         Status.PASS,
         "state holds 5000 rows (10 stateful batches)",
+        "",
     )
-    assert state.evidence == {
+    assert verdict.evidence == {
         "state_rows": 5000,
         "state_memory_bytes": 2_108_456,
         "state_sst_bytes": 500_000,
@@ -24,38 +47,45 @@ def test_a_healthy_stream_holds_its_state_with_its_numbers():
 
 
 def test_ten_batches_of_growth_with_nothing_removed_is_a_leak():
-    verdict = judge_state_growth(
-        batches(10, state_rows=[1000 * (i + 1) for i in range(10)], removed=0)
+    verdict = judge_state_growth(batches(10, state_rows=GROWING, removed=0))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        "state grew from 1000 to 10000 rows over 10 batches and nothing was removed",
+        LEAK_REMEDY,
     )
-    assert verdict.status is Status.FAIL
-    assert (
-        verdict.summary
-        == "state grew from 1000 to 10000 rows over 10 batches and nothing was removed"
-    )
-    assert (verdict.evidence["leak_from_rows"], verdict.evidence["leak_to_rows"]) == (1000, 10000)
-    assert verdict.evidence["growth_batches"] == 10
-    assert verdict.evidence["bytes_per_key"] == 50.0  # 500_000 SST bytes / 10_000 rows
-    assert "watermark" in verdict.remedy
+    assert verdict.evidence == {
+        "state_rows": 10_000,
+        "state_memory_bytes": 2_108_456,
+        "state_sst_bytes": 500_000,
+        "bytes_per_key": 50.0,  # 500_000 SST bytes / 10_000 rows
+        "growth_batches": 10,
+        "leak_from_rows": 1000,
+        "leak_to_rows": 10_000,
+    }
 
 
 def test_growth_with_removals_is_not_a_leak():
-    verdict = judge_state_growth(
-        batches(10, state_rows=[1000 * (i + 1) for i in range(10)], removed=10)
+    verdict = judge_state_growth(batches(10, state_rows=GROWING, removed=10))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state holds 10000 rows (10 stateful batches)",
     )
-    assert verdict.status is Status.PASS
     assert verdict.evidence["growth_batches"] == 0
 
 
 def test_a_removal_resets_the_run_of_growth():
-    rows = [1000 * (i + 1) for i in range(10)]
     removed = [0] * 5 + [7] + [0] * 4  # the newest run without removals is 4 batches long
-    verdict = judge_state_growth(batches(10, state_rows=rows, removed=removed))
-    assert verdict.status is Status.PASS
-    assert verdict.evidence["growth_batches"] == 4
+
+    verdict = judge_state_growth(batches(10, state_rows=GROWING, removed=removed))
+
+    assert (verdict.status, verdict.evidence["growth_batches"]) == (Status.PASS, 4)
 
 
 def test_flat_state_with_nothing_removed_is_not_a_leak():
     verdict = judge_state_growth(batches(10, state_rows=30, removed=0))
+
     assert (verdict.status, verdict.summary) == (
         Status.PASS,
         "state holds 30 rows (10 stateful batches)",
@@ -65,78 +95,259 @@ def test_flat_state_with_nothing_removed_is_not_a_leak():
 
 def test_a_decrease_ends_the_growth_run():
     rows = [100, 200, 300, 250, 300, 400, 500]  # decreased once: its run is the last 4 batches
+
     verdict = judge_state_growth(batches(7, state_rows=rows, removed=0))
-    assert verdict.status is Status.PASS
-    assert verdict.evidence["growth_batches"] == 4
+
+    assert (verdict.status, verdict.evidence["growth_batches"]) == (Status.PASS, 4)
+
+
+def test_the_growth_run_is_the_newest_batches_without_removals_or_decrease_oldest_first():
+    records = batches(7, state_rows=[100, 200, 300, 250, 300, 400, 500], removed=0)
+
+    assert growth_run(records) == records[3:]
+    assert growth_run(batches(3, removed=[0, 0, 5])) == []
+    assert growth_run([]) == []
 
 
 def test_fewer_batches_than_leak_min_batches_are_never_a_leak():
-    growing = {"state_rows": [1000 * (i + 1) for i in range(5)], "removed": 0}
-    assert judge_state_growth(batches(4, **growing)).status is Status.PASS
-    verdict = judge_state_growth(batches(5, **growing))
-    assert (
-        verdict.summary
-        == "state grew from 1000 to 5000 rows over 5 batches and nothing was removed"
+    growing = {"state_rows": GROWING[:5], "removed": 0}
+
+    four = judge_state_growth(batches(4, **growing))
+    five = judge_state_growth(batches(5, **growing))
+    five_of_six = judge_state_growth(batches(5, **growing), HealthPolicy(leak_min_batches=6))
+
+    assert (four.status, four.summary) == (
+        Status.PASS,
+        "state holds 4000 rows (4 stateful batches)",
     )
-    assert judge_state_growth(batches(5, **growing), HealthPolicy(leak_min_batches=6)).passed
+    assert (five.status, five.summary) == (
+        Status.FAIL,
+        "state grew from 1000 to 5000 rows over 5 batches and nothing was removed",
+    )
+    assert five_of_six.status is Status.PASS
 
 
-def test_a_stateless_query_no_batches_and_idle_batches_pass():
-    assert judge_state_growth(batches(3, state_rows=None)).summary == "stateless"
-    assert judge_state_growth([started()]).summary == "no batches yet"
-    idle = batches(3, rows_in=0, state_rows=0, removed=0, updated=0)
-    assert judge_state_growth(idle).summary == "no batch has run the state yet"
+def test_a_stateless_query_passes():
+    verdict = judge_state_growth(batches(3, state_rows=None))
+
+    assert (verdict.status, verdict.summary, verdict.evidence) == (Status.PASS, "stateless", {})
 
 
-def test_an_idle_batch_reporting_zero_state_does_not_end_or_shrink_the_state():
-    """An idle batch reports 0 rows; its operators did not run, so it is not a measurement."""
-    leaking = batches(6, state_rows=[1000 * (i + 1) for i in range(6)], removed=0)
-    idle = batch(6, rows_in=0, state_rows=0, removed=0, updated=0)
-    verdict = judge_state_growth([*leaking, idle])
-    assert verdict.status is Status.FAIL
-    assert verdict.evidence["state_rows"] == 6000
+def test_no_batches_yet_pass():
+    verdict = judge_state_growth([started()])
+
+    assert (verdict.status, verdict.summary, verdict.evidence) == (
+        Status.PASS,
+        "no batches yet",
+        {},
+    )
+
+
+def test_batches_whose_operators_never_ran_pass_as_no_state_yet():
+    verdict = judge_state_growth([idle_batch(i) for i in range(3)])
+
+    assert (verdict.status, verdict.summary) == (Status.PASS, "no batch has run the state yet")
+
+
+def test_idle_batches_after_the_state_ran_are_not_an_empty_state():
+    verdict = judge_state_growth([*batches(3), idle_batch(3), idle_batch(4)])
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state holds 5000 rows (3 stateful batches)",
+    )
+    assert verdict.evidence["state_rows"] == 5000
+
+
+def test_idle_batches_neither_end_a_leak_nor_hide_it():
+    rows = [1000, 2000, 0, 3000, 0, 4000, 5000, 0]
+    no_input = [2, 4, 7]
+    records = [
+        idle_batch(i) if i in no_input else batch(i, state_rows=rows[i], removed=0)
+        for i in range(len(rows))
+    ]
+
+    verdict = judge_state_growth(records)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.FAIL,
+        "state grew from 1000 to 5000 rows over 5 batches and nothing was removed",
+    )
+    assert (verdict.evidence["state_rows"], verdict.evidence["growth_batches"]) == (5000, 5)
+
+
+def test_a_batch_without_input_that_evicted_state_counts_as_a_removal():
+    records = [*batches(6, state_rows=GROWING[:6], removed=0),
+               batch(6, rows_in=0, state_rows=5000, removed=1000, updated=0)]  # fmt: skip
+
+    verdict = judge_state_growth(records)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state holds 5000 rows (7 stateful batches)",
+    )
+    assert verdict.evidence["growth_batches"] == 0
 
 
 def test_rows_forecast_to_reach_the_budget_within_the_horizon_warn_with_the_time():
-    rows = [40_000_000 + 100_000 * i for i in range(10)]  # +10_000 rows/s, rows removed: no leak
-    verdict = judge_state_growth(batches(10, state_rows=rows, removed=50_000))
-    assert verdict.status is Status.WARN
-    assert verdict.summary == (
+    verdict = judge_state_growth(batches(10, state_rows=NEAR_BUDGET, removed=50_000))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
         "state rows will reach its budget of 50000000 rows in about 15 min 10 s "
-        "(now 40900000, +36000000 rows/h)"
+        "(now 40900000, +36000000 rows/h)",
+        FORECAST_REMEDY,
     )
-    assert verdict.evidence["state_rows_budget_eta_seconds"] == 910  # (50M - 40.9M) / 10_000
-    far = HealthPolicy(forecast_horizon_seconds=900)  # 910 s is past a 900 s horizon
-    assert judge_state_growth(batches(10, state_rows=rows, removed=50_000), far).passed
-    assert judge_state_growth(batches(10, state_rows=rows, removed=50_000),
-                              HealthPolicy(state_rows_budget=None)).passed  # fmt: skip
+    assert verdict.evidence == {
+        "state_rows": 40_900_000,
+        "state_memory_bytes": 2_108_456,
+        "state_sst_bytes": 500_000,
+        "bytes_per_key": 0.0,  # round(500_000 / 40.9M, 1)
+        "growth_batches": 0,
+        "state_rows_budget": 50_000_000,
+        "state_rows_per_hour": 36_000_000.0,
+        "state_rows_budget_eta_seconds": 910,  # (50M - 40.9M) / 10_000 rows/s
+    }
+
+
+def test_a_forecast_beyond_the_horizon_or_without_a_budget_passes():
+    records = batches(10, state_rows=NEAR_BUDGET, removed=50_000)
+
+    beyond = judge_state_growth(records, HealthPolicy(forecast_horizon_seconds=900))  # 910 s away
+    no_budget = judge_state_growth(records, HealthPolicy(state_rows_budget=None))
+
+    assert (beyond.status, beyond.summary) == (
+        Status.PASS,
+        "state holds 40900000 rows (10 stateful batches)",
+    )
+    assert no_budget.status is Status.PASS
 
 
 def test_a_forecast_needs_leak_min_batches_batches():
-    rows = [40_000_000 + 100_000 * i for i in range(4)]
-    assert judge_state_growth(batches(4, state_rows=rows, removed=50_000)).passed
+    verdict = judge_state_growth(batches(4, state_rows=NEAR_BUDGET[:4], removed=50_000))
+
+    assert verdict.status is Status.PASS
 
 
-def test_state_over_a_budget_fails():
+def test_shrinking_state_is_not_forecast_to_reach_its_budget():
+    shrinking = NEAR_BUDGET[::-1]
+
+    verdict = judge_state_growth(batches(10, state_rows=shrinking, removed=100_000))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state holds 40000000 rows (10 stateful batches)",
+    )
+
+
+def test_state_rows_over_their_budget_fail():
     verdict = judge_state_growth(batches(3, state_rows=60_000_000))
-    assert verdict.status is Status.FAIL
-    assert verdict.summary == "state rows is 60000000 rows, over its budget of 50000000 rows"
-    sst = judge_state_growth(
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        "state rows is 60000000 rows, over its budget of 50000000 rows",
+        BUDGET_REMEDY,
+    )
+    assert verdict.evidence["state_rows_budget"] == 50_000_000
+
+
+def test_state_sst_over_the_bytes_budget_fails():
+    verdict = judge_state_growth(
         batches(3, sst=5 * 1024**3), HealthPolicy(state_bytes_budget=4 * 1024**3)
     )
-    assert sst.status is Status.FAIL
-    assert sst.summary == "state SST is 5368709120 bytes, over its budget of 4294967296 bytes"
 
-
-def test_rocksdb_memory_jump_is_not_forecast_but_memory_of_a_store_without_sst_size_is():
-    memory = [8360] + [2_108_456] * 9  # real RocksDB: jumps on the first write, then stays
-    assert judge_state_growth(batches(10, state_rows=30, removed=0, memory=memory)).passed
-    growing = [1024**3 + 100_000_000 * i for i in range(10)]  # +10 MB/s, 1.84 GiB now
-    verdict = judge_state_growth(batches(10, memory=growing, sst=None))
-    assert verdict.status is Status.WARN
-    assert verdict.summary.startswith(
-        "state memory will reach its budget of 4294967296 bytes in about"
+    assert (verdict.status, verdict.summary) == (
+        Status.FAIL,
+        "state SST is 5368709120 bytes, over its budget of 4294967296 bytes",
     )
-    assert (
-        verdict.evidence["state_memory_budget_eta_seconds"] == 232
-    )  # (4 GiB - 1.84 GiB) / 10 MB/s
+    assert verdict.evidence["state_sst_bytes"] == 5 * 1024**3
+
+
+def test_state_memory_over_the_bytes_budget_fails_even_with_an_sst_size():
+    verdict = judge_state_growth(batches(3, memory=5000), HealthPolicy(state_bytes_budget=4096))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.FAIL,
+        "state memory is 5000 bytes, over its budget of 4096 bytes; "
+        "state SST is 500000 bytes, over its budget of 4096 bytes",
+    )
+
+
+def test_a_leak_and_a_budget_forecast_are_both_reported():
+    verdict = judge_state_growth(batches(10, state_rows=NEAR_BUDGET, removed=0))
+
+    assert verdict.status is Status.FAIL
+    assert verdict.summary == (
+        "state grew from 40000000 to 40900000 rows over 10 batches and nothing was removed; "
+        "state rows will reach its budget of 50000000 rows in about 15 min 10 s "
+        "(now 40900000, +36000000 rows/h)"
+    )
+    assert verdict.remedy == f"{LEAK_REMEDY} {FORECAST_REMEDY}"
+
+
+def test_the_rocksdb_memory_jump_on_the_first_write_is_not_forecast():
+    memory = [8360] + [2_108_456] * 9  # real RocksDB: jumps on the first write, then stays
+
+    verdict = judge_state_growth(batches(10, state_rows=30, removed=0, memory=memory))
+
+    assert verdict.status is Status.PASS
+
+
+def test_memory_of_a_store_without_an_sst_size_is_forecast():
+    growing = [1024**3 + 100_000_000 * i for i in range(10)]  # +10 MB/s, 1.84 GiB now
+
+    verdict = judge_state_growth(batches(10, memory=growing, sst=None))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.WARN,
+        "state memory will reach its budget of 4294967296 bytes in about 3 min 52 s "
+        "(now 1973741824, +36000000000 bytes/h)",
+    )
+    assert verdict.evidence == {
+        "state_rows": 5000,
+        "state_memory_bytes": growing[-1],
+        "bytes_per_key": round(growing[-1] / 5000, 1),  # memory per row without an SST size
+        "growth_batches": 0,
+        "state_memory_budget": 4 * 1024**3,
+        "state_memory_per_hour": 36_000_000_000.0,
+        "state_memory_budget_eta_seconds": 232,  # (4 GiB - 1.84 GiB) / 10 MB/s
+    }
+
+
+def test_only_the_newest_window_of_stateful_batches_is_forecast():
+    # Fast growth long ago, flat since: the last 10 batches hold no trend.
+    rows = [40_000_000 + 100_000 * i for i in range(10)] + [40_900_000] * 10
+    records = batches(20, state_rows=rows, removed=50_000)
+
+    assert judge_state_growth(records).status is Status.PASS
+    assert judge_state_growth(records, HealthPolicy(window_batches=20)).status is Status.WARN
+
+
+@pytest.mark.parametrize(
+    ("name", "summary", "sst", "bytes_per_key"),
+    [
+        ("kafka_running_count", "state holds 30 rows (5 stateful batches)", 3241, 108.0),
+        # No snapshot uploaded yet (SST 0): bytes per key falls back to memory.
+        ("kafka_window_count", "state holds 1 rows (9 stateful batches)", 0, 2_101_440.0),
+        # Its first batch had no input and ran no state.
+        ("rate_dedup_window", "state holds 51 rows (5 stateful batches)", 0, 41_288.5),
+    ],
+)
+def test_a_real_query_holds_its_state(name: str, summary: str, sst: int, bytes_per_key: float):
+    verdict = judge_state_growth(real_records(name))
+
+    assert (verdict.status, verdict.summary) == (Status.PASS, summary)
+    assert (verdict.evidence["state_sst_bytes"], verdict.evidence["bytes_per_key"]) == (
+        sst,
+        bytes_per_key,
+    )
+
+
+def test_batches_are_judged_in_time_order_whatever_order_they_were_read_in():
+    records = batches(10, state_rows=GROWING, removed=0)
+
+    verdict = judge_state_growth(records[::-1])
+
+    assert verdict.summary == (
+        "state grew from 1000 to 10000 rows over 10 batches and nothing was removed"
+    )

@@ -2,56 +2,225 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
+import pytest
+
+from platform_pipelines.core.records import ProgressRecord
 from platform_pipelines.core.verdict import Status
-from platform_pipelines.health.throughput import Lag, judge_falling_behind
-from tests.unit.health.factories import batches
+from platform_pipelines.health.policy import HealthPolicy
+from platform_pipelines.health.throughput import Lag, Rates, judge_falling_behind, window_rates
+from tests.unit.health.factories import batches, real_records
+
+TOPIC = "Kafka topic clicks"
+BROKER_DOWN = "the Kafka broker at 127.0.0.1:9092 does not answer (connection refused)"
+LAG_REMEDY = "Make sure the stream runs, and add capacity if the lag keeps growing."
+RATES = {  # of batches(n): 1000 rows at 100 rows/s in, 200 rows/s processed, 5 s of a 10 s trigger
+    "input_rows_per_second": 100.0,
+    "processed_rows_per_second": 200.0,
+    "rate_batches": 10,
+    "full_batches": 0,
+}
+
+
+def with_spark_lag(record: ProgressRecord, behind: int) -> ProgressRecord:
+    """``record`` with Spark's own Kafka source metrics saying it is ``behind`` offsets behind."""
+    progress = copy.deepcopy(dict(record.progress or {}))
+    progress["sources"][0]["metrics"] = {
+        "avgOffsetsBehindLatest": str(behind / 2),
+        "maxOffsetsBehindLatest": str(behind),
+        "minOffsetsBehindLatest": "0",
+    }
+    return replace(record, progress=progress)
 
 
 def test_a_small_lag_passes_with_the_rates():
-    verdict = judge_falling_behind(batches(10), Lag("Kafka topic clicks", 30))
-    assert verdict.status is Status.PASS
-    assert verdict.summary == (
-        "processing 200.0 rows/s for 100.0 rows/s of input; 30 records behind its Kafka topic clicks"
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, 30))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.PASS,
+        "processing 200.0 rows/s for 100.0 rows/s of input; 30 records behind its Kafka topic clicks",
+        "",
     )
-    assert verdict.evidence["lag_records"] == 30
+    assert verdict.evidence == {**RATES, "lag_records": 30}
 
 
-def test_a_lag_above_the_thresholds_warns_then_fails():
-    warn = judge_falling_behind(batches(3), Lag("table events", 12_001))
-    assert (warn.status, warn.summary) == (
-        Status.WARN,
-        "12,001 records behind its table events (warn above 10,000)",
+@pytest.mark.parametrize(
+    ("records", "status", "summary"),
+    [
+        (10_000, Status.PASS, "10,000 records behind its table events"),
+        (10_001, Status.WARN, "10,001 records behind its table events (warn above 10,000)"),
+        (1_000_000, Status.WARN, "1,000,000 records behind its table events (warn above 10,000)"),
+        (
+            1_000_001,
+            Status.FAIL,
+            "1,000,001 records behind its table events (fail above 1,000,000)",
+        ),
+    ],
+)
+def test_a_lag_above_the_warn_threshold_warns_and_above_the_fail_threshold_fails(
+    records: int, status: Status, summary: str
+):
+    verdict = judge_falling_behind(batches(10), Lag("table events", records))
+
+    assert verdict.status is status
+    assert verdict.evidence == {**RATES, "lag_records": records}
+    if status is Status.PASS:
+        assert verdict.summary == f"processing 200.0 rows/s for 100.0 rows/s of input; {summary}"
+    else:  # the rates pass and only what is wrong is shown
+        assert (verdict.summary, verdict.remedy) == (summary, LAG_REMEDY)
+
+
+def test_the_lag_thresholds_come_from_the_policy():
+    policy = HealthPolicy(lag_warn_records=10, lag_fail_records=100)
+
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, 101), policy)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.FAIL,
+        "101 records behind its Kafka topic clicks (fail above 100)",
     )
-    fail = judge_falling_behind(batches(3), Lag("Kafka topic clicks", 2_000_000))
-    assert fail.status is Status.FAIL
-    assert fail.summary == "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)"
 
 
-def test_an_unknown_lag_fails_with_its_cause():
-    lag = Lag("Kafka topic clicks", None, "the Kafka broker at 127.0.0.1:9092 does not answer")
-    verdict = judge_falling_behind(batches(3), lag)
-    assert verdict.status is Status.FAIL
-    assert verdict.summary == "lag unknown: the Kafka broker at 127.0.0.1:9092 does not answer"
-    assert verdict.remedy.startswith("The stream cannot read its Kafka topic clicks")
-    assert verdict.evidence["lag"] == "unknown"
+def test_an_unknown_lag_fails_naming_its_cause():
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, None, BROKER_DOWN))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        f"lag unknown: {BROKER_DOWN}",
+        "The stream cannot read its Kafka topic clicks: bring it back, or point the platform at "
+        "one that runs.",
+    )
+    assert verdict.evidence == {**RATES, "lag": "unknown"}
 
 
-def test_without_a_lag_only_rates_are_judged():
+def test_without_a_measured_lag_only_rates_are_judged():
     verdict = judge_falling_behind(batches(10), None)
-    assert verdict.passed and "lag_records" not in verdict.evidence
-    assert verdict.evidence["rate_batches"] == 10
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "processing 200.0 rows/s for 100.0 rows/s of input",
+    )
+    assert verdict.evidence == RATES
+
+
+def test_sparks_own_source_lag_metrics_are_not_a_lag():
+    records = [with_spark_lag(r, 5_000_000) for r in batches(10)]
+
+    verdict = judge_falling_behind(records, None)
+
+    assert (verdict.status, verdict.evidence) == (Status.PASS, RATES)
 
 
 def test_input_above_processing_over_full_batches_is_falling_behind():
     # 3000 rows at 200 rows/s: 15 s batches on a 10 s trigger, so every batch is full.
     records = batches(10, rows_in=3000, input_rate=300.0, processed_rate=200.0)
+
     verdict = judge_falling_behind(records, None)
-    assert verdict.status is Status.WARN
-    assert verdict.summary == (
-        "input arrives at 300.0 rows/s but is processed at 200.0 rows/s over 10 full batches"
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
+        "input arrives at 300.0 rows/s but is processed at 200.0 rows/s over 10 full batches",
+        "Processing cannot keep up: add cores or executors, or cut the work per row.",
     )
-    short = batches(10, rows_in=1000, input_rate=300.0, processed_rate=200.0)  # idles half
-    assert judge_falling_behind(short, None).passed
-    close = batches(10, rows_in=3000, input_rate=230.0, processed_rate=200.0)  # 1.15 < 1.2
-    assert judge_falling_behind(close, None).passed
-    assert judge_falling_behind(records[:2], None).passed  # too few batches to say
+    assert verdict.evidence == {
+        "input_rows_per_second": 300.0,
+        "processed_rows_per_second": 200.0,
+        "rate_batches": 10,
+        "full_batches": 10,
+    }
+
+
+def test_a_falling_behind_stream_with_a_failing_lag_shows_both():
+    records = batches(10, rows_in=3000, input_rate=300.0, processed_rate=200.0)
+
+    verdict = judge_falling_behind(records, Lag(TOPIC, 2_000_000))
+
+    assert verdict.status is Status.FAIL
+    assert verdict.summary == (
+        "input arrives at 300.0 rows/s but is processed at 200.0 rows/s over 10 full batches; "
+        "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)"
+    )
+    assert verdict.remedy == (
+        "Processing cannot keep up: add cores or executors, or cut the work per row. " + LAG_REMEDY
+    )
+
+
+def test_batches_that_leave_idle_time_can_catch_up():
+    # The same rates with 5 s batches: Spark idles half of each trigger.
+    records = batches(10, rows_in=1000, input_rate=300.0, processed_rate=200.0)
+
+    verdict = judge_falling_behind(records, None)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "processing 200.0 rows/s for 300.0 rows/s of input",
+    )
+
+
+def test_input_within_the_behind_ratio_is_keeping_up():
+    records = batches(10, rows_in=3000, input_rate=230.0, processed_rate=200.0)  # 1.15 < 1.2
+
+    assert judge_falling_behind(records, None).status is Status.PASS
+    assert judge_falling_behind(records, None, HealthPolicy(behind_ratio=1.1)).status is Status.WARN
+
+
+def test_too_few_batches_with_input_say_nothing_about_falling_behind():
+    records = batches(10, rows_in=3000, input_rate=300.0, processed_rate=200.0)
+
+    verdict = judge_falling_behind(records[:2], None)
+
+    assert (verdict.status, verdict.evidence["rate_batches"]) == (Status.PASS, 2)
+
+
+def test_no_batch_with_input_is_nothing_to_judge():
+    verdict = judge_falling_behind(batches(3, rows_in=0), None)
+
+    assert (verdict.status, verdict.summary) == (Status.PASS, "no batch with input to judge")
+    assert verdict.evidence == {
+        "input_rows_per_second": 0.0,
+        "processed_rows_per_second": 0.0,
+        "rate_batches": 0,
+        "full_batches": 0,
+    }
+
+
+def test_window_rates_weigh_batches_by_their_rows_and_skip_batches_without_rates():
+    records = batches(4, rows_in=[0, 1000, 3000, 500], input_rate=[0.0, 100.0, 300.0, 0.0])
+
+    # 4000 rows in 10 + 10 s of input and 5 + 15 s of processing; only the 15 s batch is full.
+    assert window_rates(records) == Rates(
+        input=200.0, processed=200.0, batches=2, full=1, rows=4000
+    )
+
+
+def test_every_batch_with_input_of_a_catch_up_run_is_full():
+    assert window_rates(batches(3, trigger=0.0)) == Rates(
+        100.0, 200.0, batches=3, full=3, rows=3000
+    )
+
+
+def test_only_the_newest_window_of_batches_is_judged():
+    behind = batches(13, rows_in=[3000] * 10 + [1000] * 3, input_rate=300.0, processed_rate=200.0)
+
+    assert judge_falling_behind(behind, None).status is Status.PASS  # 3 of 10 batches not full
+    assert judge_falling_behind(behind, None, HealthPolicy(window_batches=3)).status is Status.PASS
+    assert judge_falling_behind(behind[:10], None, HealthPolicy(window_batches=3)).status is (
+        Status.WARN
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "summary"),
+    [
+        ("kafka_running_count", "processing 236.6 rows/s for 85.8 rows/s of input"),
+        ("kafka_window_count", "processing 189.2 rows/s for 121.9 rows/s of input"),
+        ("rate_dedup_window", "processing 40.4 rows/s for 19.7 rows/s of input"),
+    ],
+)
+def test_a_real_query_keeps_up(name: str, summary: str):
+    verdict = judge_falling_behind(real_records(name), None)
+
+    assert (verdict.status, verdict.summary) == (Status.PASS, summary)
+    assert "lag_records" not in verdict.evidence  # its Kafka source metrics are not read
