@@ -116,9 +116,10 @@ group.initial.rebalance.delay.ms=0
 class LocalKafkaBroker:
     """One local Kafka broker process serving ``data_dir``.
 
-    Example:
-        >>> with LocalKafkaBroker(Path(".local/kafka")) as bootstrap:  # doctest: +SKIP
-        ...     create_topics(bootstrap, {"clickstream": 3})
+    Usage (starts a JVM, so not a doctest)::
+
+        with LocalKafkaBroker(Path(".local/kafka")) as bootstrap:
+            create_topics(bootstrap, {"clickstream": 3})
     """
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
@@ -70,7 +70,7 @@ def _ledger(spark: SparkSession, lakehouse: Lakehouse, stream: str
 
 
 def _counted(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) -> Counted:
-    def rows(table: str, where: F.Column | None = None) -> int:
+    def rows(table: str, where: Column | None = None) -> int:
         path = lakehouse.table(table)
         if not has_commit(path):
             return 0
@@ -80,10 +80,10 @@ def _counted(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) -> Count
     checkpoint = lakehouse.checkpoint(stream.name)
     if isinstance(stream, IngestStream):
         return Counted(consumed=_kafka_consumed(checkpoint), table_rows=rows(stream.table),
-                       quarantined_rows=rows(QUARANTINE_TABLE, F.col("source") == stream.topic))  # fmt: skip
+                       quarantined_rows=rows(QUARANTINE_TABLE, F.col("source").eqNullSafe(stream.source.topic)))  # fmt: skip
     assert isinstance(stream, StatefulStream)
     table_rows = rows(stream.table) if stream.output_mode == "append" else None
-    late = rows(LATE_TABLE, F.col("stream") == stream.name) if stream.watermark else None
+    late = rows(LATE_TABLE, F.col("stream").eqNullSafe(stream.name)) if stream.watermark else None
     return Counted(consumed=_delta_consumed(lakehouse, stream, checkpoint), table_rows=table_rows,
                    late_rows=late)  # fmt: skip
 

@@ -71,7 +71,7 @@ class Supervisor:
                 if self._stop.requested:
                     raise GracefulStop(self._stop.name, self.stop_all())
                 try:
-                    self._queries[active[0]].awaitTermination(self._poll)
+                    self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
                 except StreamingQueryException as error:
                     raise StreamFailedError(summarize_failure(active[0], error)) from error
                 self.poll()

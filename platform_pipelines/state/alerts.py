@@ -83,6 +83,7 @@ class FailedLoginAlerts:
     """``KeyedLogic`` for failed-login alerts; state is ``{"failures_ms": [epoch ms, ...]}``.
 
     Example:
+        >>> from datetime import UTC, datetime
         >>> logic = FailedLoginAlerts(AlertConfig(threshold=2))
         >>> at = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
         >>> step = logic.on_events(

@@ -68,6 +68,7 @@ class ServiceStatus:
     The state is ``{"status": "ok"|"stale", "changed_at_ms": int, "last_heartbeat_ms": int}``.
 
     Example:
+        >>> from datetime import UTC, datetime
         >>> at = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
         >>> step = ServiceStatus().on_events("api", None, [{"event_time": at}], Clock(1_000))
         >>> step.outputs[0]["status"], step.timeout_at_ms

@@ -118,7 +118,7 @@ def _problems(source: KafkaSource, now: datetime) -> list[Column]:
     for name, values in source.allowed_values.items():
         unknown = F.col(name).isNotNull() & ~F.col(name).isin(*values)
         field_checks.append(F.when(unknown, F.format_string(f"unknown {name}: %s", F.col(name))))
-    if source.event_time in source.schema and source.max_future is not None:
+    if source.event_time and source.event_time in source.schema and source.max_future is not None:
         field_checks.append(
             _future_problem(source.event_time, source.max_future.total_seconds(), now)
         )

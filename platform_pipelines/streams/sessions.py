@@ -115,9 +115,10 @@ def sessionize(
         api: ``"transform_with_state"`` (the row-based state API v2, the default) or
             ``"apply_in_pandas_with_state"`` (GroupState with an event-time timeout).
 
-    Example:
-        >>> watermarked = with_watermark(events, "event_time", timedelta(minutes=10))  # doctest: +SKIP
-        >>> sessionize(watermarked).writeStream.format("delta").start(path)  # doctest: +SKIP
+    Usage (needs a SparkSession, so not a doctest)::
+
+        watermarked = with_watermark(events, "event_time", timedelta(minutes=10))
+        sessionize(watermarked).writeStream.format("delta").start(path)
     """
     cfg = SessionConfig(gap_ms=gap // MS)
     grouped = events.select(*INPUT_COLUMNS, WATERMARK_COLUMN).groupBy("user_id")

@@ -32,7 +32,7 @@ from platform_pipelines.health.checkpoint import (
     kafka_lag,
 )
 
-DATA = Path(__file__).parent / "data" / "checkpoints"
+DATA = Path(__file__).parents[2] / "data" / "checkpoints"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 CONF = {  # the conf Spark 4.2 froze into the platform's checkpoints
