@@ -105,7 +105,9 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         try:
             with CheckpointLocks(checkpoints, owner):
                 session = spark.get_session()  # installs PySpark's own SIGINT handler...
-                with stop_requests() as stop:  # ...which this replaces while the streams run
+                # ...which this replaces while the streams run; the step process also stops when
+                # its run process is gone (multiprocess executor: this op runs in a child process)
+                with stop_requests(watch_parent=True) as stop:
                     ctx = StreamContext(
                         session, lake, kafka.servers(), on_batch=recorder.record_batch
                     )
@@ -119,6 +121,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         except GracefulStop as done:
             _materialize(context, chosen, "stopped", log)
             _cancel(context, done)
+            return
         except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError) as error:
             kind = _FAILURES[type(error)]
             raise dg.Failure(description=str(error),
@@ -138,23 +141,24 @@ def _chosen(config: StreamRunConfig, streams: Sequence[Stream]) -> list[Stream]:
 
 
 def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:
-    """End the run CANCELED: a stop asked for by a user (Ctrl-C, SIGTERM, the UI's Terminate) is
-    a cancel, not a failure. Dagster records the interrupted step after this line."""
-    line = done.line()
-    context.log.info(line)
+    """Mark the run CANCELING: a stop asked for by a user (Ctrl-C, SIGTERM, the UI's Terminate)
+    is a cancel, not a failure. The op then returns, so the step ends without an error and stack
+    trace, and the run process ends the run CANCELED."""
+    context.log.info(done.line())
     run = context.instance.get_run_by_id(context.run_id)
     if run is not None and run.status is not dg.DagsterRunStatus.CANCELING:
         context.instance.report_run_canceling(run, message=f"Stop requested by {done.reason}.")
-    raise dg.DagsterExecutionInterruptedError(line)
 
 
 def make_stream_job(name: str, streams: Sequence[Stream], description: str) -> dg.JobDefinition:
-    """A job with one op owning ``streams``. Runs in-process: one Python process, one JVM. Its
-    tags name every stream it holds, so the run coordinator can refuse an overlapping launch."""
+    """A job with one op owning ``streams``, run by the multiprocess executor: the op (and its
+    JVM) lives in a step process, so a cancel reaches it as a signal it turns into a graceful stop,
+    and the run ends CANCELED without a failed step. Its tags name every stream it holds, so the
+    run coordinator can refuse an overlapping launch."""
     op_def = make_stream_op(name, streams)
     tags = {STREAM_TAG: name, STREAMS_TAG: ",".join(s.name for s in streams)}
 
-    @dg.job(name=name, description=description, executor_def=dg.in_process_executor, tags=tags)
+    @dg.job(name=name, description=description, executor_def=dg.multiprocess_executor, tags=tags)
     def stream_job() -> None:
         op_def()
 

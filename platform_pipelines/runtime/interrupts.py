@@ -9,6 +9,7 @@ boundary and raises ``GracefulStop``.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -22,13 +23,16 @@ class StopRequest:
 
     signal: int | None = None
     count: int = 0
+    why: str | None = None  # a request not made by a signal, in words
 
     @property
     def requested(self) -> bool:
-        return self.signal is not None
+        return self.signal is not None or self.why is not None
 
     @property
     def name(self) -> str:
+        if self.why:
+            return self.why
         return signal.Signals(self.signal).name if self.signal else "stop"
 
 
@@ -53,15 +57,33 @@ class GracefulStop(BaseException):
 
 
 @contextmanager
-def stop_requests() -> Iterator[StopRequest]:
+def stop_requests(watch_parent: bool = False, poll_seconds: float = 1.0) -> Iterator[StopRequest]:
     """Within the block, SIGINT and SIGTERM set the yielded request instead of raising.
+
+    With ``watch_parent`` the request is also set when the process that started this one exits
+    (its parent pid changes): a Dagster step process whose run process was killed stops its
+    queries instead of running on as an orphan that holds the checkpoints.
 
     Outside the main thread signals cannot be handled; the request then never fires and the
     previous behaviour stays.
     """
     request = StopRequest()
+    done = threading.Event()
+    if watch_parent:
+        parent = os.getppid()
+
+        def watch() -> None:
+            while not done.wait(poll_seconds):
+                if os.getppid() != parent:
+                    request.why = f"the exit of its run process (pid {parent})"
+                    return
+
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
     if threading.current_thread() is not threading.main_thread():
-        yield request
+        try:
+            yield request
+        finally:
+            done.set()
         return
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.getsignal(sig) for sig in signals}
@@ -75,5 +97,6 @@ def stop_requests() -> Iterator[StopRequest]:
     try:
         yield request
     finally:
+        done.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

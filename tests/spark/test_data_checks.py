@@ -45,6 +45,7 @@ def write(spark, lake: Lakehouse, name: str, rows: list, schema) -> None:
     )
 
 
+@pytest.mark.hand_written_sessions
 def test_duplicates_overlaps_and_malformed_alerts_are_failed_with_their_counts(spark, tmp_path):
     lake = Lakehouse(tmp_path / "lake")
     write(spark, lake, "events", [event("a"), event("b"), event("a")], EVENTS)

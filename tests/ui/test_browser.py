@@ -25,7 +25,7 @@ import dagster as dg
 import pytest
 import requests
 from dagster import DagsterRunStatus
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from platform_pipelines.settings import REPO_ROOT
 
@@ -173,29 +173,6 @@ class UISession:
             self.context.tracing.stop()
             trace.unlink(missing_ok=True)
         self.context.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def ui_session(
-    browser: Browser, dagster_ui: Any, request: pytest.FixtureRequest
-) -> Iterator[UISession]:
-    session = UISession(browser, dagster_ui.url, request.node.name)
-    try:
-        yield session
-    finally:
-        session.close()
 
 
 # --- The asset graph -----------------------------------------------------------------------

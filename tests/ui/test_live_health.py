@@ -1,0 +1,163 @@
+"""Health while a stream runs, as an operator sees it in the browser.
+
+One continuous run of ``key_events_raw`` and ``key_counts`` (a declared stream that counts per key
+and never removes a key: its state leaks by design). While it runs:
+
+- its Checks tab shows "Passed" for the cheap health checks, and the asset page names the run;
+- a second launch that includes ``key_counts`` is refused at once, naming the running run;
+- new keys make the state leak: its node in the lineage graph shows the failed check within two
+  ticks of the health sensor after the leak is recorded, while the run goes on;
+- a cancel ends the run CANCELED with one log line naming where each query stopped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import dagster as dg
+import pytest
+from dagster import DagsterRunStatus
+from dagster_graphql import DagsterGraphQLClientError
+from playwright.sync_api import Page, expect
+
+from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.verdict import Status
+from platform_pipelines.health.state_growth import judge_state_growth
+from platform_pipelines.kafka.admin import create_topics
+from platform_pipelines.kafka.producer import produce_events
+from tests.fixtures.dagster import sensor_ticks_since
+from tests.ui.test_browser import (
+    UISession,
+    check_row_status,
+    job_repo_path,
+    open_checks_tab,
+    screenshot,
+    wait_until,
+)
+
+pytestmark = [
+    pytest.mark.dagster,
+    pytest.mark.kafka,
+    pytest.mark.spark,
+    pytest.mark.ui,
+    pytest.mark.filterwarnings(
+        "ignore:Using variable_values and operation_name:DeprecationWarning"
+    ),
+]
+
+JOB = "all_streams"
+RUNNING = ("key_events_raw", "key_counts")
+OTHERS = ("clickstream_raw", "events", "user_sessions", "security_alerts",
+          "service_heartbeats_raw", "service_status")  # fmt: skip
+LIVE_CHECKS = ("liveness", "falling_behind", "late_data", "checkpoint")
+HEALTH_SENSOR = "stream_health_sensor"
+
+
+def keyed(keys: list[str]) -> list[dict[str, Any]]:
+    now = datetime.now(UTC)
+    return [{"key": k, "event_time": (now - timedelta(seconds=5)).isoformat()} for k in keys]
+
+
+def node_text(page: Page, asset: str) -> str:
+    """The text of ``asset``'s node in the lineage graph (name, description, check summary)."""
+    selection = quote(f'key:"{asset}"', safe="")
+    page.goto(f"/asset-groups~{selection}")
+    names = page.locator('svg foreignObject [class*="assetName"]')
+    if names.count() == 0:
+        page.keyboard.press("Alt+KeyE")  # expand the groups
+    node = (
+        page.locator("svg foreignObject")
+        .filter(has=page.locator('[class*="assetName"]', has_text=re.compile(rf"^{asset}$")))
+        .last
+    )
+    expect(node).to_be_visible()
+    return node.inner_text()
+
+
+def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
+    ui_session: UISession, dagster_ui: Any, kafka_broker: str
+) -> None:
+    create_topics(kafka_broker, {"key_events": 1})
+    produce_events(kafka_broker, "key_events", keyed(["a", "b", "c"]), key_field="key")
+    instance = dg.DagsterInstance.from_config(str(dagster_ui.home))
+    store = ProgressStore(dagster_ui.local_dir / "progress")
+    config = {"mode": "continuous", "trigger_interval_seconds": 2,
+              "streams": {name: {"enabled": False} for name in OTHERS}}  # fmt: skip
+    run_id = dagster_ui.client.submit_job_execution(
+        JOB, run_config={"ops": {f"run_{JOB}": {"config": config}}}
+    )
+
+    def run_status() -> DagsterRunStatus:
+        status = dagster_ui.client.get_run_status(run_id)
+        assert status in (DagsterRunStatus.QUEUED, DagsterRunStatus.STARTING,
+                          DagsterRunStatus.STARTED), f"run {run_id} ended {status}"  # fmt: skip
+        return status
+
+    def key_batches() -> list:
+        run_status()
+        return [r for r in store.recent("key_counts", 100)
+                if r.run_id == run_id and r.event == "progress" and r.progress
+                and r.progress.get("numInputRows")]  # fmt: skip
+
+    wait_until(key_batches, 420, "key_counts to process its first keys", every=2)
+    job_repo_path(dagster_ui, JOB)
+    try:
+        with ui_session.screenshots_on_failure() as page:
+            # 1. Live: the Checks tab shows the sensor's current results while the run goes on.
+            def all_pass() -> bool:
+                open_checks_tab(page, "key_counts")
+                return all(check_row_status(page, c) == "Passed" for c in LIVE_CHECKS)
+
+            wait_until(all_pass, 120, "Passed on key_counts' live checks", every=5)
+            assert run_status() is DagsterRunStatus.STARTED
+            screenshot(page, "live_checks_passed")
+            page.goto("/assets/key_counts")
+            expect(page.get_by_text(run_id[:8]).first).to_be_visible()  # the run writing it
+
+            # 2. One run per stream, decided before launch, naming the run that holds it.
+            with pytest.raises(
+                DagsterGraphQLClientError, match=rf"already run by {JOB} run {run_id}"
+            ):
+                dagster_ui.client.submit_job_execution("stream_key_counts")
+
+            # 3. A leak: every batch brings new keys and no key is ever removed.
+            leaked_at = None
+            for n in range(12):
+                before = len(key_batches())
+                produce_events(kafka_broker, "key_events",
+                               keyed([f"leak{n}-{i}" for i in range(5)]), key_field="key")  # fmt: skip
+                wait_until(lambda b=before: len(key_batches()) > b, 120, f"leak batch {n}")
+                if judge_state_growth(store.recent("key_counts", 100)).status is Status.FAIL:
+                    leaked_at = time.time()
+                    break
+            assert leaked_at is not None, "key_counts' state never judged leaking"
+
+            seen: dict[str, Any] = {}
+
+            def failed_on_node() -> bool:
+                seen["ticks"] = sensor_ticks_since(instance, HEALTH_SENSOR, leaked_at)
+                seen["node"] = node_text(page, "key_counts")
+                return "Failed" in seen["node"] or "failed" in seen["node"]
+
+            wait_until(failed_on_node, 90, "a failed check on key_counts' node", every=2)
+            screenshot(page, "live_node_failed")
+            assert seen["ticks"] <= 2, f"seen after {seen['ticks']} sensor ticks: {seen['node']}"
+            open_checks_tab(page, "key_counts")
+            assert check_row_status(page, "state_growth") == "Failed"
+            assert run_status() is DagsterRunStatus.STARTED  # the run goes on
+    finally:
+        dagster_ui.client.terminate_run(run_id)
+
+    # 4. A cancel reads as a cancel: CANCELED, one line naming each query's last batch.
+    wait_until(lambda: dagster_ui.client.get_run_status(run_id) is DagsterRunStatus.CANCELED,
+               180, "the run to be cancelled")  # fmt: skip
+    messages = [e.message for e in instance.all_logs(run_id) if e.message]
+    (line,) = [m for m in messages if m.startswith("Stopped gracefully on")]
+    assert re.match(r"Stopped gracefully on SIG\w+: key_events_raw after batch \d+, "
+                    r"key_counts after batch \d+\.", line), line  # fmt: skip
+    kinds = {e.dagster_event.event_type for e in instance.all_logs(run_id) if e.dagster_event}
+    assert dg.DagsterEventType.STEP_FAILURE not in kinds
