@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,10 +60,8 @@ def test_a_child_whose_parent_is_killed_requests_a_stop(tmp_path: Path) -> None:
         wait_for(lambda: out.read_text() != "watching", 10, "the child's stop request")
         assert out.read_text() == f"the exit of its run process (pid {parent.pid})"
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(child_pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_the_stop_line_names_each_stream_and_its_batch() -> None:
