@@ -9,14 +9,16 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, every: float = 0.5) -> T:
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, every: float = 0.5,
+             show: Callable[[], object] | None = None) -> T:  # fmt: skip
     """Call ``predicate`` until it returns something truthy; return that, or fail after
-    ``timeout_s`` naming ``what`` was awaited."""
+    ``timeout_s`` naming ``what`` was awaited (and what ``show()`` returns then, if given)."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+            seen = f"; last seen: {show()}" if show is not None else ""
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}{seen}")
         time.sleep(every)

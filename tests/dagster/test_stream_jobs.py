@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +19,7 @@ from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from tests.integration.events import U1_SHOPPING, ev
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.kafka]
 
@@ -72,16 +72,6 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
     assert finished.metadata["running"].value is False
     assert finished.metadata["rows_read_in_run"].value == 7
     assert finished.metadata["run"].value == result.run_id
-
-
-def wait_for(predicate, timeout_s: float, what: str, every: float = 2.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 def run_status(ui, run_id: str) -> DagsterRunStatus:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,6 +14,7 @@ from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 from tests.integration.events import at, ev
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -69,15 +69,6 @@ def test_five_failed_logins_within_ten_minutes_raise_one_alert_across_a_restart(
             "alert_type": "failed_logins",
         }
     ]
-
-
-def wait_for(predicate, timeout_s: float, what: str, show=lambda: None):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last seen: {show()}")
 
 
 def statuses(spark, lake) -> dict[str, list[str]]:

@@ -14,11 +14,10 @@ import itertools
 import os
 import re
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 from urllib.parse import quote
 
 import dagster as dg
@@ -28,6 +27,7 @@ from dagster import DagsterRunStatus
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from platform_pipelines.settings import REPO_ROOT
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.dagster,
@@ -64,8 +64,6 @@ TERMINAL = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus
 # Playwright's assertions wait 5 s by default; the context's default timeout covers actions only.
 expect.set_options(timeout=UI_TIMEOUT_MS)
 
-T = TypeVar("T")
-
 
 def chromium_path() -> str:
     """The Chromium binary: $PLATFORM_TEST_CHROMIUM, else Debian's `chromium` package.
@@ -81,20 +79,6 @@ def chromium_path() -> str:
         f"No Chromium found (looked at {', '.join(c for c in candidates if c)}). Install Debian's "
         "package (`sudo apt-get install -y chromium`) or set PLATFORM_TEST_CHROMIUM to a binary."
     )
-
-
-def wait_until(
-    predicate: Callable[[], T | None], timeout_s: float, what: str, every: float = 1.0
-) -> T:
-    """``predicate()`` once it is truthy; fails naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(every)
 
 
 def graphql(ui: Any, query: str) -> dict[str, Any]:
@@ -126,7 +110,7 @@ def job_repo_path(ui: Any, job: str) -> str:
                 )
         return None
 
-    return wait_until(find, 180, f"a code location with job {job} to load", every=2)
+    return wait_for(find, 180, f"a code location with job {job} to load", every=2)
 
 
 def screenshot(page: Page, name: str) -> Path:
@@ -258,7 +242,7 @@ def test_asset_graph_shows_topic_to_gold_lineage(ui_session: UISession, dagster_
             return bool(expected <= drawn["edges"])
 
         try:
-            wait_until(all_edges_drawn, 30, "the lineage edges", every=0.5)
+            wait_for(all_edges_drawn, 30, "the lineage edges", every=0.5)
         finally:
             screenshot(page, "asset_graph")
         assert set(LINEAGE) <= drawn["nodes"]
@@ -328,7 +312,7 @@ def test_checks_tab_lists_stream_health_checks(ui_session: UISession, dagster_ui
             open_checks_tab(page, "user_sessions")
             return all(check_row_status(page, c) == "Passed" for c in EXPECTED_CHECKS)
 
-        wait_until(sensor_reported, 120, "the health sensor's results on the Checks tab", every=5)
+        wait_for(sensor_reported, 120, "the health sensor's results on the Checks tab", every=5)
         check_row(page, "liveness").click()
         expect(page.get_by_text(re.compile("pass liveness")).first).to_be_visible()
         screenshot(page, "asset_checks")
@@ -377,7 +361,7 @@ def test_launchpad_launches_a_catch_up_run_that_succeeds(
             return seen[-1] if seen[-1] in TERMINAL else None
 
         try:
-            status = wait_until(ended, RUN_TIMEOUT_S, f"run {run_id} to end", every=3)
+            status = wait_for(ended, RUN_TIMEOUT_S, f"run {run_id} to end", every=3)
         except AssertionError:
             dagster_ui.client.terminate_run(run_id)  # don't leave a stream holding the checkpoint
             raise AssertionError(f"run {run_id} still {seen[-1]} after {RUN_TIMEOUT_S}s") from None

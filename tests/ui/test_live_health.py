@@ -36,8 +36,8 @@ from tests.ui.test_browser import (
     job_repo_path,
     open_checks_tab,
     screenshot,
-    wait_until,
 )
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.dagster,
@@ -53,8 +53,9 @@ JOB = "all_streams"
 RUNNING = ("key_events_raw", "key_counts")
 OTHERS = ("clickstream_raw", "events", "user_sessions", "security_alerts",
           "service_heartbeats_raw", "service_status")  # fmt: skip
-LIVE_CHECKS = ("liveness", "falling_behind", "late_data", "checkpoint")
+LIVE_CHECKS = ("liveness", "falling_behind", "late_data", "checkpoint", "auto_restart")
 HEALTH_SENSOR = "stream_health_sensor"
+FAILED_ICONS = ("close", "check_failed")  # the red cross of a node with a failed check
 
 
 def keyed(keys: list[str]) -> list[dict[str, Any]]:
@@ -62,20 +63,42 @@ def keyed(keys: list[str]) -> list[dict[str, Any]]:
     return [{"key": k, "event_time": (now - timedelta(seconds=5)).isoformat()} for k in keys]
 
 
-def node_text(page: Page, asset: str) -> str:
-    """The text of ``asset``'s node in the lineage graph (name, description, check summary)."""
+_CHECKS_ICON_JS = """node => {
+  const label = [...node.querySelectorAll('*')].find(e => e.childElementCount === 0
+                                                       && e.textContent.trim() === 'Asset checks');
+  let row = label;
+  while (row && row !== node && !row.querySelector('[role=img]')) row = row.parentElement;
+  return row?.querySelector('[role=img]')?.getAttribute('aria-label') ?? '';
+}"""
+
+
+def node_checks(page: Page, asset: str) -> str:
+    """The "Asset checks" row of ``asset``'s node in the lineage graph as ``<icon>: <text>``,
+    e.g. ``done: 6 / 9 Passed`` or ``close: 4 / 9 Passed``, once the page has
+    loaded it (the row shows "-" and the node "Loading..." until then)."""
     selection = quote(f'key:"{asset}"', safe="")
     page.goto(f"/asset-groups~{selection}")
-    names = page.locator('svg foreignObject [class*="assetName"]')
-    if names.count() == 0:
-        page.keyboard.press("Alt+KeyE")  # expand the groups
+    title = re.compile(rf"^{asset}$")
+    expect(
+        page.locator('svg foreignObject [class*="assetName"]', has_text=title).first
+    ).to_be_visible()
     node = (
         page.locator("svg foreignObject")
-        .filter(has=page.locator('[class*="assetName"]', has_text=re.compile(rf"^{asset}$")))
+        .filter(has=page.locator('[class*="assetName"]', has_text=title))
         .last
     )
-    expect(node).to_be_visible()
-    return node.inner_text()
+
+    def loaded() -> str:
+        text = " ".join((node.text_content() or "").split())
+        found = re.search(r"Asset checks\s*(.*?)\s*(?:Partitions|Automation|$)", text)
+        summary = found.group(1).strip() if found else ""
+        if summary in ("", "\u2013", "-") or "Loading" in text:
+            return ""
+        # The row's icon tells the outcome: "done" (a green tick) or a red cross (FAILED_ICONS).
+        icon = node.evaluate(_CHECKS_ICON_JS)
+        return f"{icon}: {summary}"
+
+    return wait_for(loaded, 30, f"the checks row of {asset}'s node to load")
 
 
 def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
@@ -103,7 +126,7 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
                 if r.run_id == run_id and r.event == "progress" and r.progress
                 and r.progress.get("numInputRows")]  # fmt: skip
 
-    wait_until(key_batches, 420, "key_counts to process its first keys", every=2)
+    wait_for(key_batches, 420, "key_counts to process its first keys", every=2)
     job_repo_path(dagster_ui, JOB)
     try:
         with ui_session.screenshots_on_failure() as page:
@@ -112,9 +135,12 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
                 open_checks_tab(page, "key_counts")
                 return all(check_row_status(page, c) == "Passed" for c in LIVE_CHECKS)
 
-            wait_until(all_pass, 120, "Passed on key_counts' live checks", every=5)
+            wait_for(all_pass, 120, "Passed on key_counts' live checks", every=5)
             assert run_status() is DagsterRunStatus.STARTED
             screenshot(page, "live_checks_passed")
+            passing = wait_for(lambda: node_checks(page, "key_counts"), 60, "the node's checks")
+            assert passing.startswith("done: "), passing  # a green tick: nothing fails
+            screenshot(page, "live_node_passed")
             page.goto("/assets/key_counts")
             expect(page.get_by_text(run_id[:8]).first).to_be_visible()  # the run writing it
 
@@ -130,7 +156,7 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
                 before = len(key_batches())
                 produce_events(kafka_broker, "key_events",
                                keyed([f"leak{n}-{i}" for i in range(5)]), key_field="key")  # fmt: skip
-                wait_until(lambda b=before: len(key_batches()) > b, 120, f"leak batch {n}")
+                wait_for(lambda b=before: len(key_batches()) > b, 120, f"leak batch {n}")
                 if judge_state_growth(store.recent("key_counts", 100)).status is Status.FAIL:
                     leaked_at = time.time()
                     break
@@ -140,10 +166,10 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
 
             def failed_on_node() -> bool:
                 seen["ticks"] = sensor_ticks_since(instance, HEALTH_SENSOR, leaked_at)
-                seen["node"] = node_text(page, "key_counts")
-                return "Failed" in seen["node"] or "failed" in seen["node"]
+                seen["node"] = node_checks(page, "key_counts")
+                return seen["node"].split(":")[0] in FAILED_ICONS
 
-            wait_until(failed_on_node, 90, "a failed check on key_counts' node", every=2)
+            wait_for(failed_on_node, 90, "a failed check on key_counts' node", every=2)
             screenshot(page, "live_node_failed")
             assert seen["ticks"] <= 2, f"seen after {seen['ticks']} sensor ticks: {seen['node']}"
             open_checks_tab(page, "key_counts")
@@ -153,7 +179,7 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
         dagster_ui.client.terminate_run(run_id)
 
     # 4. A cancel reads as a cancel: CANCELED, one line naming each query's last batch.
-    wait_until(lambda: dagster_ui.client.get_run_status(run_id) is DagsterRunStatus.CANCELED,
+    wait_for(lambda: dagster_ui.client.get_run_status(run_id) is DagsterRunStatus.CANCELED,
                180, "the run to be cancelled")  # fmt: skip
     messages = [e.message for e in instance.all_logs(run_id) if e.message]
     (line,) = [m for m in messages if m.startswith("Stopped gracefully on")]

@@ -50,7 +50,17 @@ def restart_tick(
             continue
         record = records[0]
         run = record.dagster_run
-        if run.status is not dg.DagsterRunStatus.FAILURE or run.run_id in done:
+        if run.run_id in done:
+            continue
+        if run.status is dg.DagsterRunStatus.STARTED:
+            if _started_streams(instance, run.run_id, streams):  # after its start materialization
+                verdict = passed(
+                    CHECK, f"{job} run {run.run_id[:8]} is running: nothing to relaunch"
+                )
+                done[run.run_id] = verdict.status.value
+                checks += [check_evaluation(asset_key(s), verdict) for s in streams]
+            continue
+        if run.status is not dg.DagsterRunStatus.FAILURE:
             continue
         if run.tags.get(AUTO_RESTART_TAG) == "false":
             continue
@@ -80,6 +90,15 @@ def restart_tick(
         done[run.run_id] = verdict.status.value
         checks += [check_evaluation(asset_key(s), verdict) for s in streams]
     return requests, checks, json.dumps(done)
+
+
+def _started_streams(instance: dg.DagsterInstance, run_id: str, streams: Sequence[Stream]) -> bool:
+    """Whether ``run_id`` recorded the start of its streams: a result reported before that
+    materialization would be hidden behind it in the UI."""
+    latest = instance.get_latest_materialization_events(
+        [dg.AssetKey(asset_key(s)) for s in streams]
+    )
+    return any(event is not None and event.run_id == run_id for event in latest.values())
 
 
 def _damaged(streams: Sequence[Stream], lakehouse: Lakehouse,
