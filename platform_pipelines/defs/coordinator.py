@@ -14,7 +14,10 @@ from typing import Any
 import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
+from platform_pipelines.defs.health.restart import AUTO_RESTART_TAG
+
 STREAMS_TAG = "platform/streams"  # on every stream job: the streams it runs, comma-separated
+REFUSED_TAG = "platform/refused"  # on a run refused because another run holds its streams
 _ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -64,6 +67,10 @@ class StreamRunCoordinator(QueuedRunCoordinator):
             others = list(self._instance.get_runs(filters=dg.RunsFilter(statuses=_ACTIVE)))
             refused = conflict(run, others)
             if refused is not None:
+                # Dagster marks a run whose submission raised as failed; the tags keep the
+                # auto-restart sensor from relaunching a refusal (it would be refused again).
+                self._instance.add_run_tags(run.run_id, {REFUSED_TAG: "true",
+                                                         AUTO_RESTART_TAG: "false"})  # fmt: skip
                 self._instance.report_run_canceling(run, message=refused)
                 self._instance.report_run_canceled(run, message=refused)
                 raise StreamHeldError(refused)

@@ -99,7 +99,8 @@ def ask_broker(
     if not _reachable(bootstrap):
         return Broker(bootstrap, None, "connection refused")
     try:
-        return Broker(bootstrap, end_offsets_many(bootstrap, sorted(set(topics)), timeout_s))
+        ends = end_offsets_many(bootstrap, sorted(set(topics)), timeout_s, skip_missing=True)
+        return Broker(bootstrap, ends)
     except Exception as error:  # timed out, unknown topic...: lag is unknown, say why
         return Broker(bootstrap, None, type(error).__name__)
 
@@ -129,6 +130,10 @@ def stream_lag(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts,
             return None
         if broker.end_offsets is None:
             return Lag(what, None, broker.down)
+        if stream.topic not in broker.end_offsets:
+            return Lag(what, None, f"the Kafka broker at {broker.address} has no topic {stream.topic}",
+                       f"Create the topic {stream.topic}, or declare the stream with the topic its "
+                       "producers write to.")  # fmt: skip
         committed = {stream.topic: kafka_committed_offsets(facts).get(stream.topic, {})}
         ends = {stream.topic: dict(broker.end_offsets.get(stream.topic, {}))}
         return Lag(what, kafka_lag(committed, ends))

@@ -23,11 +23,13 @@ class Lag:
         records: records written to the input that the stream has not committed yet; None when
             unknown.
         unknown_because: why ``records`` is unknown (say, the broker does not answer).
+        remedy: what to do about it, when not the default (bring the input back).
     """
 
     input: str
     records: int | None
     unknown_because: str = ""
+    remedy: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,10 @@ def _rate_verdict(rates: Rates, policy: HealthPolicy) -> Verdict:
 
 def _lag_verdict(lag: Lag, policy: HealthPolicy) -> Verdict:
     if lag.records is None:
-        return failed(FALLING_BEHIND, f"lag unknown: {lag.unknown_because}",
-                      f"The stream cannot read its {lag.input}: bring it back, or point the "
-                      "platform at one that runs.", {"lag": "unknown"})  # fmt: skip
+        remedy = lag.remedy or (f"The stream cannot read its {lag.input}: bring it back, or point "
+                                "the platform at one that runs.")  # fmt: skip
+        return failed(FALLING_BEHIND, f"lag unknown: {lag.unknown_because}", remedy,
+                      {"lag": "unknown"})  # fmt: skip
     evidence: dict[str, float | int | str] = {"lag_records": lag.records}
     behind = f"{count(lag.records)} records behind its {lag.input}"
     remedy = "Make sure the stream runs, and add capacity if the lag keeps growing."

@@ -6,7 +6,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, OffsetSpec
-from kafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+from kafka.errors import (
+    KafkaError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 _CLIENT_ID = "platform-admin"
@@ -101,12 +106,18 @@ def end_offsets(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int
 
 
 def end_offsets_many(
-    bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0
+    bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0, skip_missing: bool = False
 ) -> dict[str, dict[int, int]]:
-    """End offsets of several topics in one connection: ``{topic: {partition: next offset}}``."""
+    """End offsets of several topics in one connection: ``{topic: {partition: next offset}}``.
+
+    A topic the broker does not know raises, or with ``skip_missing`` is left out of the result
+    (one missing topic must not hide the others' offsets)."""
+    unknown = UnknownTopicOrPartitionError.errno
     with _admin(bootstrap, timeout_s) as admin:
         specs = {}
         for described in admin.describe_topics(list(topics)):
+            if skip_missing and described["error_code"] == unknown:
+                continue
             if described["error_code"] != 0:
                 raise for_code(described["error_code"])(
                     f"Cannot read offsets of topic {described['name']!r}"
@@ -114,7 +125,8 @@ def end_offsets_many(
             for p in described["partitions"]:
                 specs[TopicPartition(described["name"], p["partition_index"])] = OffsetSpec.LATEST
         offsets = admin.list_partition_offsets(specs) if specs else {}
-    found: dict[str, dict[int, int]] = {topic: {} for topic in topics}
+    known = {tp.topic for tp in specs}
+    found: dict[str, dict[int, int]] = {t: {} for t in topics if not skip_missing or t in known}
     for tp, spec in sorted(offsets.items()):
         found[tp.topic][tp.partition] = spec.offset
     return found

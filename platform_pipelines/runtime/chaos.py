@@ -41,6 +41,9 @@ TABLES = ("clickstream_raw", "quarantine", "events", "user_sessions", "security_
 # Columns that say when or by which attempt a row was written, not what it is.
 VOLATILE = {"quarantined_at", "detected_at", "query_id", "batch_id", "watermark", "reason",
             "late_by_seconds"}  # fmt: skip
+# A relaunch starts a JVM and catches up before its first batch is recorded: seconds when the
+# machine is free, minutes when other JVMs compete for its cores.
+FIRST_BATCH_TIMEOUT_S = 600
 UPSTREAM = {"events": "clickstream_raw", "user_sessions": "events", "security_alerts": "events"}
 
 
@@ -140,7 +143,7 @@ def _launch(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[byte
 def _first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[bytes]) -> float:
     """Seconds from a launch to its first recorded batch (of any stream)."""
     store, wall = ProgressStore(lake_dir / "progress"), time.time() - (time.monotonic() - since)
-    deadline = since + 300
+    deadline = since + FIRST_BATCH_TIMEOUT_S
     while time.monotonic() < deadline:
         if worker.poll() is not None:
             raise RuntimeError(
@@ -150,7 +153,8 @@ def _first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[by
         if any(ts > wall for ts in newest):
             return round(time.monotonic() - since, 1)
         time.sleep(0.2)
-    raise RuntimeError(f"no batch within 300 s of a launch; see {lake_dir}/worker.log")
+    raise RuntimeError(f"no batch within {FIRST_BATCH_TIMEOUT_S} s of a launch (a starved or hung "
+                       f"pipeline); see {lake_dir}/worker.log")  # fmt: skip
 
 
 def _caught_up(lake: Lakehouse, bootstrap: str, topic: str) -> bool:

@@ -152,3 +152,30 @@ def test_stale_state_file_of_a_dead_process_is_removed(tmp_path: Path) -> None:
 
 def test_no_state_file_means_no_running_broker(tmp_path: Path) -> None:
     assert find_running_broker(tmp_path) is None
+
+
+@kafka
+def test_a_missing_topic_leaves_the_others_lag_known(kafka_broker: str, topic_factory,
+                                                     tmp_path: Path) -> None:  # fmt: skip
+    """One stream's topic missing on the broker names that topic, not a broker outage, and the
+    other streams' lag is still measured."""
+    from platform_pipelines.health.checkpoint import CheckpointFacts
+    from platform_pipelines.health.evaluate import ask_broker, stream_lag
+    from platform_pipelines.lakehouse.delta import Lakehouse
+    from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+
+    present = topic_factory("lag_present", 1)
+    produce_events(kafka_broker, present, [{"n": i} for i in range(3)])
+    broker = ask_broker(kafka_broker, [present, "lag_missing_topic"])
+    assert broker is not None and broker.end_offsets == {present: {0: 3}}
+
+    stream = builtin_streams(BuiltinSettings(clickstream_topic="lag_missing_topic")).get(
+        "clickstream_raw"
+    )
+    facts = CheckpointFacts(path=str(tmp_path), exists=True)
+    lag = stream_lag(stream, Lakehouse(tmp_path), facts, broker)
+    assert lag is not None and lag.records is None
+    assert (
+        lag.unknown_because == f"the Kafka broker at {kafka_broker} has no topic lag_missing_topic"
+    )
+    assert lag.remedy.startswith("Create the topic lag_missing_topic")

@@ -4,7 +4,8 @@ One continuous run of ``key_events_raw`` and ``key_counts`` (a declared stream t
 and never removes a key: its state leaks by design). While it runs:
 
 - its Checks tab shows "Passed" for the cheap health checks, and the asset page names the run;
-- a second launch that includes ``key_counts`` is refused at once, naming the running run;
+- a second launch that includes ``key_counts`` is refused at once, naming the running run, and
+  is never relaunched by the auto-restart sensor;
 - new keys make the state leak: its node in the lineage graph shows the failed check within two
   ticks of the health sensor after the leak is recorded, while the run goes on;
 - a cancel ends the run CANCELED with one log line naming where each query stopped.
@@ -149,6 +150,9 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
                 DagsterGraphQLClientError, match=rf"already run by {JOB} run {run_id}"
             ):
                 dagster_ui.client.submit_job_execution("stream_key_counts")
+            refused_at = time.time()
+            (refused,) = instance.get_runs(filters=dg.RunsFilter(job_name="stream_key_counts"))
+            assert refused.tags["platform/refused"] == "true"
 
             # 3. A leak: every batch brings new keys and no key is ever removed.
             leaked_at = None
@@ -175,6 +179,11 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
             open_checks_tab(page, "key_counts")
             assert check_row_status(page, "state_growth") == "Failed"
             assert run_status() is DagsterRunStatus.STARTED  # the run goes on
+            # A refused launch is never relaunched (it would be refused again).
+            wait_for(lambda: sensor_ticks_since(instance, "stream_auto_restart", refused_at) >= 2,
+                     60, "two ticks of the restart sensor after the refusal")  # fmt: skip
+            runs = instance.get_runs(filters=dg.RunsFilter(job_name="stream_key_counts"))
+            assert [r.run_id for r in runs] == [refused.run_id]
     finally:
         dagster_ui.client.terminate_run(run_id)
 
