@@ -100,7 +100,7 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
         # No input at all from here on: only the processing-time timers can make progress.
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
-                 120, "both services to go stale", lambda: rows(spark, lake, "service_status"))  # fmt: skip
+                 120, "both services to go stale", show=lambda: rows(spark, lake, "service_status"))  # fmt: skip
         produce_events(
             kafka_broker, topic, [heartbeat("svc-a", datetime.now(UTC))], key_field="service"
         )

@@ -25,10 +25,13 @@ def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_
         assert len(result.kill_after_seconds) in (1, 2), result
         assert result.lost == dict.fromkeys(TABLES, 0), result
         assert result.duplicated == dict.fromkeys(TABLES, 0), result
-        # the comparison had something to compare: every record reached bronze or quarantine,
-        # and the stateful tables were written
-        assert result.rows["clickstream_raw"] + result.rows["quarantine"] >= CONFIG.events
-        assert result.rows["events"] > 0 and result.rows["user_sessions"] > 0, result.rows
+        # the comparison had something to compare: every record reached bronze or quarantine
+        # (2 % of them are re-sent duplicates, 1 % malformed), and silver held the rest once.
+        # This input spans minutes of event time over 300 users, so few sessions close: sessions
+        # across restarts are compared by the continuous-vs-catch-up test (test_modes).
+        assert result.rows["clickstream_raw"] + result.rows["quarantine"] == CONFIG.events
+        assert result.rows["quarantine"] == CONFIG.events // 100, result.rows
+        assert result.rows["events"] == result.rows["clickstream_raw"] - CONFIG.events // 50
         assert len(result.restart_seconds) == len(result.kill_after_seconds)
     assert sum(len(r.kill_after_seconds) for r in results) == len(
         [line for line in lines if "killed the pipeline" in line]

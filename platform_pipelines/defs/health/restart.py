@@ -50,15 +50,16 @@ def restart_tick(
             continue
         record = records[0]
         run = record.dagster_run
-        if run.run_id in done:
-            continue
         if run.status is dg.DagsterRunStatus.STARTED:
-            if _started_streams(instance, run.run_id, streams):  # after its start materialization
+            running = f"{run.run_id}:running"  # reported once per run, apart from its failure
+            if running not in done and _started_streams(instance, run.run_id, streams):
                 verdict = passed(
                     CHECK, f"{job} run {run.run_id[:8]} is running: nothing to relaunch"
                 )
-                done[run.run_id] = verdict.status.value
+                done[running] = verdict.status.value
                 checks += [check_evaluation(asset_key(s), verdict) for s in streams]
+            continue
+        if run.run_id in done:
             continue
         if run.status is not dg.DagsterRunStatus.FAILURE:
             continue
