@@ -11,9 +11,10 @@ from platform_pipelines.runtime.chaos import TABLES, ChaosConfig, run_trial
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-# Small trials (CI time): ~600 records at 150/s, one or two kills within 20 s of each launch.
-CONFIG = ChaosConfig(trials=3, events=600, rate_per_sec=150.0, kills=(1, 2),
-                     kill_window=(0.5, 20.0), seed=7)  # fmt: skip
+# Small trials (CI time): 600 records at 150/s, one kill within 15 s of the launch (often during
+# the first start), then the relaunch that catches up. `make chaos` runs the full-size trials.
+CONFIG = ChaosConfig(trials=3, events=600, rate_per_sec=150.0, kills=(1, 1),
+                     kill_window=(0.5, 15.0), seed=7)  # fmt: skip
 
 
 def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_path: Path):
@@ -22,7 +23,7 @@ def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_
                for t in range(1, CONFIG.trials + 1)]  # fmt: skip
 
     for result in results:
-        assert len(result.kill_after_seconds) in (1, 2), result
+        assert len(result.kill_after_seconds) == 1, result
         assert result.lost == dict.fromkeys(TABLES, 0), result
         assert result.duplicated == dict.fromkeys(TABLES, 0), result
         # the comparison had something to compare: every record reached bronze or quarantine
