@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from platform_pipelines.core.units import count, size
+
 Progress = Mapping[str, Any]
 
 
@@ -40,10 +42,10 @@ def progress_metrics(progress: Progress) -> dict[str, float | int]:
 
 
 def describe(name: str, metrics: Mapping[str, float | int]) -> str:
-    """One readable log line for a batch."""
+    """One readable log line for a batch, in human units."""
     return (
-        f"{name}: batch {metrics['batch_id']} read {metrics['rows_in']} rows "
-        f"({metrics['processed_rows_per_sec']} rows/s), "
-        f"state {metrics['state_rows']} rows / {metrics['state_memory_bytes']} bytes, "
-        f"{metrics['rows_dropped_by_watermark']} late rows dropped"
+        f"{name}: batch {metrics['batch_id']} read {count(metrics['rows_in'])} rows "
+        f"({count(round(metrics['processed_rows_per_sec']))} rows/s), "
+        f"state {count(metrics['state_rows'])} rows / {size(metrics['state_memory_bytes'])}, "
+        f"{count(metrics['rows_dropped_by_watermark'])} rows behind the watermark"
     )

@@ -45,10 +45,10 @@ def test_a_stateless_query_with_a_counting_sink_reports_zero_state_and_its_outpu
     )
 
 
-def test_the_log_line_says_batch_rows_rate_state_and_late_rows():
+def test_the_log_line_says_batch_rows_rate_state_and_late_rows_in_human_units():
     assert describe("events", progress_metrics(PROGRESS)) == (
-        "events: batch 7 read 1200 rows (350.99 rows/s), state 150 rows / 5120 bytes, "
-        "3 late rows dropped"
+        "events: batch 7 read 1,200 rows (351 rows/s), state 150 rows / 5.0 KiB, "
+        "3 rows behind the watermark"
     )
 
 
