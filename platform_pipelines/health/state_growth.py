@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from platform_pipelines.core.records import ProgressRecord
-from platform_pipelines.core.units import duration
+from platform_pipelines.core.units import count, duration, size
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
 from platform_pipelines.health.progress import (
@@ -39,6 +39,11 @@ def growth_run(stateful: Sequence[ProgressRecord]) -> list[ProgressRecord]:
     return run[::-1]
 
 
+def _amount(value: float, unit: str) -> str:
+    """``1,234 rows`` or ``1.2 MiB``."""
+    return size(value) if unit == "bytes" else f"{count(value)} {unit}"
+
+
 def _budget_verdict(
     what: str,
     unit: str,
@@ -56,7 +61,7 @@ def _budget_verdict(
     if current > budget:
         return failed(
             STATE_GROWTH,
-            f"{what} is {current:.0f} {unit}, over its budget of {budget} {unit}",
+            f"{what} is {_amount(current, unit)}, over its budget of {_amount(budget, unit)}",
             "Shrink the state (shorter watermark or TTL, fewer keys) or give it a larger budget.",
             {f"{key}_budget": budget},
         )
@@ -70,8 +75,8 @@ def _budget_verdict(
         return None
     return warned(
         STATE_GROWTH,
-        f"{what} will reach its budget of {budget} {unit} in about {duration(eta)} "
-        f"(now {current:.0f}, +{rate * 3600:.0f} {unit}/h)",
+        f"{what} will reach its budget of {_amount(budget, unit)} in about {duration(eta)} "
+        f"(now {_amount(current, unit)}, +{_amount(rate * 3600, unit)}/h)",
         "State will outgrow its budget: shorten the watermark or TTL, cut the key space, or "
         "raise the budget.",
         {
@@ -135,7 +140,7 @@ def judge_state_growth(
         verdicts.append(
             failed(
                 STATE_GROWTH,
-                f"state grew from {first_rows} to {rows} rows over {len(run)} batches and "
+                f"state grew from {count(first_rows)} to {count(rows)} rows over {len(run)} batches and "
                 "nothing was removed",
                 "State keys are never removed: add a watermark, a state TTL or a timer that "
                 "clears each key when it is done.",
@@ -166,7 +171,9 @@ def judge_state_growth(
 
     if not verdicts:
         return passed(
-            STATE_GROWTH, f"state holds {rows} rows ({len(stateful)} stateful batches)", evidence
+            STATE_GROWTH,
+            f"state holds {count(rows)} rows ({len(stateful)} stateful batches)",
+            evidence,
         )
     result = combine(STATE_GROWTH, verdicts)
     return Verdict(

@@ -86,7 +86,7 @@ def test_the_health_sensor_reports_a_running_stream_then_only_what_changed(tmp_p
         assert _checks(leak) == {"state_growth": False}
         (failed,) = [e for e in leak.asset_events or [] if isinstance(e, dg.AssetCheckEvaluation)]
         assert failed.description is not None
-        assert "state grew from 800 to 1300 rows over 6 batches" in failed.description
+        assert "state grew from 800 to 1,300 rows over 6 batches" in failed.description
         assert _observations(leak)[0].metadata["state_rows"].value == 1300
 
 

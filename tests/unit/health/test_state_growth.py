@@ -34,7 +34,7 @@ def test_a_healthy_stream_holds_its_state_with_its_numbers():
 
     assert (verdict.status, verdict.summary, verdict.remedy) == (
         Status.PASS,
-        "state holds 5000 rows (10 stateful batches)",
+        "state holds 5,000 rows (10 stateful batches)",
         "",
     )
     assert verdict.evidence == {
@@ -51,7 +51,7 @@ def test_ten_batches_of_growth_with_nothing_removed_is_a_leak():
 
     assert (verdict.status, verdict.summary, verdict.remedy) == (
         Status.FAIL,
-        "state grew from 1000 to 10000 rows over 10 batches and nothing was removed",
+        "state grew from 1,000 to 10,000 rows over 10 batches and nothing was removed",
         LEAK_REMEDY,
     )
     assert verdict.evidence == {
@@ -70,7 +70,7 @@ def test_growth_with_removals_is_not_a_leak():
 
     assert (verdict.status, verdict.summary) == (
         Status.PASS,
-        "state holds 10000 rows (10 stateful batches)",
+        "state holds 10,000 rows (10 stateful batches)",
     )
     assert verdict.evidence["growth_batches"] == 0
 
@@ -118,11 +118,11 @@ def test_fewer_batches_than_leak_min_batches_are_never_a_leak():
 
     assert (four.status, four.summary) == (
         Status.PASS,
-        "state holds 4000 rows (4 stateful batches)",
+        "state holds 4,000 rows (4 stateful batches)",
     )
     assert (five.status, five.summary) == (
         Status.FAIL,
-        "state grew from 1000 to 5000 rows over 5 batches and nothing was removed",
+        "state grew from 1,000 to 5,000 rows over 5 batches and nothing was removed",
     )
     assert five_of_six.status is Status.PASS
 
@@ -154,7 +154,7 @@ def test_idle_batches_after_the_state_ran_are_not_an_empty_state():
 
     assert (verdict.status, verdict.summary) == (
         Status.PASS,
-        "state holds 5000 rows (3 stateful batches)",
+        "state holds 5,000 rows (3 stateful batches)",
     )
     assert verdict.evidence["state_rows"] == 5000
 
@@ -171,7 +171,7 @@ def test_idle_batches_neither_end_a_leak_nor_hide_it():
 
     assert (verdict.status, verdict.summary) == (
         Status.FAIL,
-        "state grew from 1000 to 5000 rows over 5 batches and nothing was removed",
+        "state grew from 1,000 to 5,000 rows over 5 batches and nothing was removed",
     )
     assert (verdict.evidence["state_rows"], verdict.evidence["growth_batches"]) == (5000, 5)
 
@@ -184,7 +184,7 @@ def test_a_batch_without_input_that_evicted_state_counts_as_a_removal():
 
     assert (verdict.status, verdict.summary) == (
         Status.PASS,
-        "state holds 5000 rows (7 stateful batches)",
+        "state holds 5,000 rows (7 stateful batches)",
     )
     assert verdict.evidence["growth_batches"] == 0
 
@@ -194,8 +194,8 @@ def test_rows_forecast_to_reach_the_budget_within_the_horizon_warn_with_the_time
 
     assert (verdict.status, verdict.summary, verdict.remedy) == (
         Status.WARN,
-        "state rows will reach its budget of 50000000 rows in about 15 min 10 s "
-        "(now 40900000, +36000000 rows/h)",
+        "state rows will reach its budget of 50,000,000 rows in about 15 min 10 s "
+        "(now 40,900,000 rows, +36,000,000 rows/h)",
         FORECAST_REMEDY,
     )
     assert verdict.evidence == {
@@ -218,7 +218,7 @@ def test_a_forecast_beyond_the_horizon_or_without_a_budget_passes():
 
     assert (beyond.status, beyond.summary) == (
         Status.PASS,
-        "state holds 40900000 rows (10 stateful batches)",
+        "state holds 40,900,000 rows (10 stateful batches)",
     )
     assert no_budget.status is Status.PASS
 
@@ -236,7 +236,7 @@ def test_shrinking_state_is_not_forecast_to_reach_its_budget():
 
     assert (verdict.status, verdict.summary) == (
         Status.PASS,
-        "state holds 40000000 rows (10 stateful batches)",
+        "state holds 40,000,000 rows (10 stateful batches)",
     )
 
 
@@ -245,7 +245,7 @@ def test_state_rows_over_their_budget_fail():
 
     assert (verdict.status, verdict.summary, verdict.remedy) == (
         Status.FAIL,
-        "state rows is 60000000 rows, over its budget of 50000000 rows",
+        "state rows is 60,000,000 rows, over its budget of 50,000,000 rows",
         BUDGET_REMEDY,
     )
     assert verdict.evidence["state_rows_budget"] == 50_000_000
@@ -258,7 +258,7 @@ def test_state_sst_over_the_bytes_budget_fails():
 
     assert (verdict.status, verdict.summary) == (
         Status.FAIL,
-        "state SST is 5368709120 bytes, over its budget of 4294967296 bytes",
+        "state SST is 5.0 GiB, over its budget of 4.0 GiB",
     )
     assert verdict.evidence["state_sst_bytes"] == 5 * 1024**3
 
@@ -268,8 +268,8 @@ def test_state_memory_over_the_bytes_budget_fails_even_with_an_sst_size():
 
     assert (verdict.status, verdict.summary) == (
         Status.FAIL,
-        "state memory is 5000 bytes, over its budget of 4096 bytes; "
-        "state SST is 500000 bytes, over its budget of 4096 bytes",
+        "state memory is 4.9 KiB, over its budget of 4.0 KiB; "
+        "state SST is 488.3 KiB, over its budget of 4.0 KiB",
     )
 
 
@@ -278,9 +278,9 @@ def test_a_leak_and_a_budget_forecast_are_both_reported():
 
     assert verdict.status is Status.FAIL
     assert verdict.summary == (
-        "state grew from 40000000 to 40900000 rows over 10 batches and nothing was removed; "
-        "state rows will reach its budget of 50000000 rows in about 15 min 10 s "
-        "(now 40900000, +36000000 rows/h)"
+        "state grew from 40,000,000 to 40,900,000 rows over 10 batches and nothing was removed; "
+        "state rows will reach its budget of 50,000,000 rows in about 15 min 10 s "
+        "(now 40,900,000 rows, +36,000,000 rows/h)"
     )
     assert verdict.remedy == f"{LEAK_REMEDY} {FORECAST_REMEDY}"
 
@@ -300,8 +300,8 @@ def test_memory_of_a_store_without_an_sst_size_is_forecast():
 
     assert (verdict.status, verdict.summary) == (
         Status.WARN,
-        "state memory will reach its budget of 4294967296 bytes in about 3 min 52 s "
-        "(now 1973741824, +36000000000 bytes/h)",
+        "state memory will reach its budget of 4.0 GiB in about 3 min 52 s "
+        "(now 1.8 GiB, +33.5 GiB/h)",
     )
     assert verdict.evidence == {
         "state_rows": 5000,
@@ -349,5 +349,5 @@ def test_batches_are_judged_in_time_order_whatever_order_they_were_read_in():
     verdict = judge_state_growth(records[::-1])
 
     assert verdict.summary == (
-        "state grew from 1000 to 10000 rows over 10 batches and nothing was removed"
+        "state grew from 1,000 to 10,000 rows over 10 batches and nothing was removed"
     )
