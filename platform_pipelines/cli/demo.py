@@ -135,7 +135,7 @@ def _print_summary(produced: dict[str, int], run_id: str, status: str, elapsed: 
         changes.add_row(s["service"], s["status"], str(s["changed_at"]))
     console.print(changes)
     for day in summary.engagement:
-        console.print(f"daily_engagement {day['day']}: {day['sessions']} sessions, {day['users']} "
+        console.print(f"daily_engagement {day['day']}: {count(day['sessions'])} sessions, {count(day['users'])} "
                       f"users, avg {duration(day['avg_duration_seconds'])}, conversion "
                       f"{day['conversion_rate']:.1%}, revenue {day['revenue']:,.2f}")  # fmt: skip
     console.print(f"Sessions closed: [bold]{count(summary.rows('user_sessions'))}[/] (a session "
