@@ -127,7 +127,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
             raise dg.Failure(description=str(error),
                              metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}) from None  # fmt: skip
         _materialize(context, chosen, "finished", log)
-        done = ", ".join(
+        summary = ", ".join(
             f"{name} {n} batch{'es' if n != 1 else ''}" for name, n in log.batches.items()
         )
         context.log.info(f"All streams done: {done or 'no batch ran'}")
