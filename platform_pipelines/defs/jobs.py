@@ -130,7 +130,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         summary = ", ".join(
             f"{name} {n} batch{'es' if n != 1 else ''}" for name, n in log.batches.items()
         )
-        context.log.info(f"All streams done: {done or 'no batch ran'}")
+        context.log.info(f"All streams done: {summary or 'no batch ran'}")
 
     return run_op
 
