@@ -44,8 +44,10 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
     stream = builtin_streams(BuiltinSettings(clickstream_topic=topic)).get("clickstream_raw")
     job = make_stream_job("stream_clickstream_raw", [stream], "test")
     lake = Lakehouse(tmp_path / "lake")
+    instance = dg.DagsterInstance.ephemeral()
 
     result = job.execute_in_process(
+        instance=instance,
         run_config={"ops": {"run_stream_clickstream_raw": {"config": {"mode": "catch_up"}}}},
         resources={
             "spark": SparkStreamingResource(master="local[2]", state_partitions=2),
@@ -72,6 +74,8 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
     assert finished.metadata["running"].value is False
     assert finished.metadata["rows_read_in_run"].value == 7
     assert finished.metadata["run"].value == result.run_id
+    messages = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert "All streams done: clickstream_raw 1 batch" in messages
 
 
 def run_status(ui, run_id: str) -> DagsterRunStatus:
