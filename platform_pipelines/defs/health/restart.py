@@ -44,12 +44,14 @@ def restart_tick(
     done: dict[str, str] = json.loads(cursor) if cursor else {}  # failed run id -> what we did
     requests: list[dg.RunRequest] = []
     checks: list[dg.AssetCheckEvaluation] = []
+    latest: set[str] = set()  # only each job's latest run is judged: the cursor keeps no other
     for job, streams in jobs.items():
         records = instance.get_run_records(filters=dg.RunsFilter(job_name=job), limit=1)
         if not records:
             continue
         record = records[0]
         run = record.dagster_run
+        latest.add(run.run_id)
         if run.status is dg.DagsterRunStatus.STARTED:
             running = f"{run.run_id}:running"  # reported once per run, apart from its failure
             if running not in done and _started_streams(instance, run.run_id, streams):
@@ -90,7 +92,8 @@ def restart_tick(
                              f"{reason}", "Look at the failed run's logs if it keeps happening.")  # fmt: skip
         done[run.run_id] = verdict.status.value
         checks += [check_evaluation(asset_key(s), verdict) for s in streams]
-    return requests, checks, json.dumps(done)
+    kept = {key: value for key, value in done.items() if key.split(":")[0] in latest}
+    return requests, checks, json.dumps(kept)
 
 
 def _started_streams(instance: dg.DagsterInstance, run_id: str, streams: Sequence[Stream]) -> bool:

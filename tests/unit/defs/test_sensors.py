@@ -5,6 +5,7 @@ a table (``events`` reads ``clickstream_raw``), and its progress records are rea
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -116,6 +117,7 @@ def test_the_restart_sensor_relaunches_a_crash_but_never_a_cancel(tmp_path: Path
         result = sensor(dg.build_sensor_context(instance=instance, cursor=quiet.cursor))
         assert isinstance(result, dg.SensorResult)
         (request,) = result.run_requests or []
+        assert json.loads(result.cursor or "{}") == {crashed.run_id: "warn"}  # latest runs only
         assert (request.job_name, request.run_config) == ("stream_events", config)
         assert request.tags == {"platform/restart_attempt": "1",
                                 "platform/restart_of": crashed.run_id}  # fmt: skip
