@@ -109,9 +109,9 @@ def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str,
     )  # fmt: skip
     producer.start()
     for kill in range(rng.randint(*cfg.kills)):
-        worker, launched = _launch(lake_dir, bootstrap, topic), time.monotonic()
+        worker, launched = launch_worker(lake_dir, bootstrap, topic), time.monotonic()
         if kill:
-            result.restart_seconds.append(_first_batch_after(lake_dir, launched, worker))
+            result.restart_seconds.append(first_batch_after(lake_dir, launched, worker))
         wait = rng.uniform(*cfg.kill_window)
         time.sleep(wait)  # a random moment, by design
         os.killpg(worker.pid, signal.SIGKILL)
@@ -119,8 +119,8 @@ def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str,
         result.kill_after_seconds.append(round(wait, 1))
         say(f"trial {trial}: killed the pipeline {wait:.1f} s after its launch")
     producer.join()
-    worker, launched = _launch(lake_dir, bootstrap, topic), time.monotonic()
-    result.restart_seconds.append(_first_batch_after(lake_dir, launched, worker))
+    worker, launched = launch_worker(lake_dir, bootstrap, topic), time.monotonic()
+    result.restart_seconds.append(first_batch_after(lake_dir, launched, worker))
     _wait_caught_up(Lakehouse(lake_dir / "lakehouse"), bootstrap, topic, worker)
     os.kill(worker.pid, signal.SIGTERM)  # the Python driver only: it stops its JVM's queries
     if worker.wait(120) != 0:
@@ -132,7 +132,7 @@ def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str,
     return result
 
 
-def _launch(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[bytes]:
+def launch_worker(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[bytes]:
     lake_dir.mkdir(parents=True, exist_ok=True)
     log = (lake_dir / "worker.log").open("ab")
     command = [sys.executable, "-m", "platform_pipelines.runtime.chaos_worker", "--lake",
@@ -140,7 +140,7 @@ def _launch(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[byte
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[bytes]) -> float:
+def first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[bytes]) -> float:
     """Seconds from a launch to its first recorded batch (of any stream)."""
     store, wall = ProgressStore(lake_dir / "progress"), time.time() - (time.monotonic() - since)
     deadline = since + FIRST_BATCH_TIMEOUT_S
