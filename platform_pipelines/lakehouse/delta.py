@@ -19,6 +19,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from platform_pipelines.core.names import check_name, quote_column
+
 
 @dataclass(frozen=True)
 class Lakehouse:
@@ -27,10 +29,12 @@ class Lakehouse:
     root: Path
 
     def table(self, name: str) -> Path:
-        return self.root / "tables" / name
+        """``tables/<name>``; a name that could leave the folder is refused (``InvalidName``)."""
+        return self.root / "tables" / check_name("table", name)
 
     def checkpoint(self, name: str) -> Path:
-        return self.root / "checkpoints" / name
+        """``checkpoints/<name>``; a name that could leave the folder is refused."""
+        return self.root / "checkpoints" / check_name("stream", name)
 
     def ensure_table(self, spark: SparkSession, name: str, schema: StructType) -> Path:
         """Create an empty Delta table if there is none, so downstream streams can start first.
@@ -120,7 +124,7 @@ def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_
         (
             DeltaTable.forPath(spark, str(path))
             .alias("t")
-            .merge(latest.alias("s"), f"t.`{key}` = s.`{key}`")
+            .merge(latest.alias("s"), f"t.{quote_column(key)} = s.{quote_column(key)}")
             .whenMatchedUpdateAll()
             .whenNotMatchedInsertAll()
             .execute()

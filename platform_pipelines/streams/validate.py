@@ -6,16 +6,14 @@ Every problem names the field and the fix; all problems are reported at once.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql.types import StructType, TimestampType
 
+from platform_pipelines.core.names import column_problem, name_problem
 from platform_pipelines.streams.declare import KafkaSource, StatefulStream, TableSource
 from platform_pipelines.streams.schemas import FIELD_TYPES
 
-# A name becomes a folder under the lakehouse and a Dagster asset key: nothing that could escape
-# the folder ("..", "/") or need quoting.
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
@@ -28,16 +26,8 @@ class DeclarationError(ValueError):
         super().__init__(f"Stream {stream!r} is not valid:\n{lines}")
 
 
-def _name_problem(field: str, value: object) -> str | None:
-    if isinstance(value, str) and _NAME.match(value):
-        return None
-    suggestion = re.sub(r"[^a-z0-9_]+", "_", str(value).lower()).strip("_") or "my_stream"
-    if not suggestion[0].isalpha():
-        suggestion = f"s_{suggestion}"
-    return (
-        f"{field}: {value!r} is not a valid name; use lowercase letters, digits and underscores, "
-        f"starting with a letter (e.g. {suggestion!r})."
-    )
+def _columns_problems(field: str, names: Iterable[object]) -> list[str]:
+    return [p for name in names if (p := column_problem(field, name))]
 
 
 def _type_problems(field: str, schema: Mapping[str, str]) -> list[str]:
@@ -64,10 +54,10 @@ def source_problems(
     if not _TOPIC.match(source.topic) or source.topic in {".", ".."}:
         problems.append(f"source.topic: {source.topic!r} is not a Kafka topic name; use letters, "
                         "digits, '.', '_' and '-' (at most 249).")  # fmt: skip
-    if source.raw_table is not None and (
-        problem := _name_problem("source.raw_table", source.raw_table)
-    ):
+    if problem := name_problem("source.raw_table" if source.raw_table else "source.topic "
+                               "(as the bronze table name)", source.table):  # fmt: skip
         problems.append(problem)
+    problems += _columns_problems("source.schema", source.schema)
     problems += _type_problems("source.schema", source.schema)
     for name in [*source.required, *source.allowed_values]:
         if name not in source.schema:
@@ -86,8 +76,12 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
                     declared: Sequence[tuple[str, str]]) -> list[str]:  # fmt: skip
     """Problems of the declaration itself, given the source's columns (None if unknown) and the
     tables already written by declared streams (``(stream, table)`` pairs)."""
-    problems = [p for p in (_name_problem("name", stream.name),
-                            _name_problem("sink_table", stream.table)) if p]  # fmt: skip
+    problems = [p for p in (name_problem("name", stream.name),
+                            name_problem("sink_table", stream.table)) if p]  # fmt: skip
+    problems += _columns_problems("key", [stream.key])
+    problems += _columns_problems("output_schema", stream.output_schema)
+    if stream.unique_key is not None:
+        problems += _columns_problems("unique_key", [stream.unique_key])
     if stream.name in {s for s, _ in declared}:
         problems.append(f"name: a stream named {stream.name!r} is already declared; pick another.")
     if stream.table in {t for s, t in declared if s != stream.name}:

@@ -65,9 +65,9 @@ def test_every_problem_is_reported_at_once():
         "source: table 'nowhere' is not declared; declare the stream that writes it first, or "
         "read a Kafka topic with KafkaSource(topic=..., schema=...).",
         "name: 'bad-name' is not a valid name; use lowercase letters, digits and underscores, "
-        "starting with a letter (e.g. 'bad_name').",
+        "starting with a letter, at most 63 characters (e.g. 'bad_name').",
         "sink_table: 'bad-name' is not a valid name; use lowercase letters, digits and "
-        "underscores, starting with a letter (e.g. 'bad_name').",
+        "underscores, starting with a letter, at most 63 characters (e.g. 'bad_name').",
         "logic/transform: give exactly one: logic=<KeyedLogic> for plain-Python state, or "
         "transform=<function of a DataFrame> for Spark operators.",
         "output_schema: column 'k' has unknown type 'text'; use one of: string, long, int, "
