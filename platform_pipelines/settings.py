@@ -23,6 +23,7 @@ class PlatformSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True, populate_by_name=True)
 
     local_dir: Path = REPO_ROOT / ".local"
+    lakehouse_dir_override: Path | None = Field(default=None, alias="PLATFORM_LAKEHOUSE_DIR")
     jars_dir_override: Path | None = Field(default=None, alias="PLATFORM_JARS_DIR")
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
@@ -33,6 +34,14 @@ class PlatformSettings(BaseSettings):
     min_batches_to_retain: int = 20
     driver_memory: str = "2g"
     spark_ui_enabled: bool = True
+    # Where the driver listens (RPC, block manager, Spark UI): loopback unless a deployment says
+    # otherwise. On a cluster, executors must reach the driver: bind 0.0.0.0 (or an interface)
+    # and set the driver host to an address the workers can reach.
+    spark_bind_address: str = "127.0.0.1"
+    spark_driver_host: str | None = None
+    # Any other Spark setting, for the deployment only (JSON object); run config takes tuning
+    # keys only (spark/policy.py).
+    spark_extra_conf: dict[str, str] = Field(default_factory=dict)
     clickstream_topic: str = "clickstream"
     heartbeats_topic: str = "service_heartbeats"
     # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.
@@ -49,7 +58,8 @@ class PlatformSettings(BaseSettings):
 
     @cached_property
     def lakehouse_dir(self) -> Path:
-        return self.local_dir / "lakehouse"
+        """Every Delta table and checkpoint (PLATFORM_LAKEHOUSE_DIR, else .local/lakehouse)."""
+        return self.lakehouse_dir_override or self.local_dir / "lakehouse"
 
     @property
     def jars_dir(self) -> Path:

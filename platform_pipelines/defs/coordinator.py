@@ -1,5 +1,6 @@
-"""One run per stream, decided before launch: the run coordinator refuses a run that includes a
-stream another active run already holds, naming that run.
+"""Decided before launch: the run coordinator refuses a run that includes a stream another active
+run already holds, naming that run, and a run whose config sets Spark settings a launch may not
+(``spark/policy.py``: JVM options, jars, paths...), naming the setting to use instead.
 
 Two queries on one checkpoint would corrupt it; the runs' checkpoint locks would refuse the
 second one anyway, but only after it started a JVM. Configured in ``dagster_home/dagster.yaml``
@@ -15,6 +16,7 @@ import dagster as dg
 from dagster._core.run_coordinator import QueuedRunCoordinator, SubmitRunContext
 
 from platform_pipelines.defs.health.restart import AUTO_RESTART_TAG
+from platform_pipelines.spark.policy import run_conf_problems
 
 STREAMS_TAG = "platform/streams"  # on every stream job: the streams it runs, comma-separated
 REFUSED_TAG = "platform/refused"  # on a run refused because another run holds its streams
@@ -29,6 +31,21 @@ _ACTIVE = [
 
 class StreamHeldError(dg.DagsterError):
     """The run includes a stream that another active run holds."""
+
+
+class RunConfigRefused(dg.DagsterError):
+    """The run's config sets what only the deployment may set."""
+
+
+def config_problems(run_config: Mapping[str, Any]) -> list[str]:
+    """Why a run's config may not launch: Spark settings outside the tuning allow-list.
+
+    The resource refuses them too when it starts; refusing here, at submission, means no run
+    process and no JVM start at all.
+    """
+    resources = run_config.get("resources") or {}
+    conf = ((resources.get("spark") or {}).get("config") or {}).get("spark_conf") or {}
+    return run_conf_problems(conf, field="resources.spark.config.spark_conf")
 
 
 def held_streams(tags: Mapping[str, str], run_config: Mapping[str, Any]) -> set[str]:
@@ -63,15 +80,20 @@ class StreamRunCoordinator(QueuedRunCoordinator):
 
     def submit_run(self, context: SubmitRunContext) -> dg.DagsterRun:
         run = context.dagster_run
+        problems = config_problems(run.run_config)
+        if problems:
+            self._refuse(run, "Refused: " + " ".join(problems), RunConfigRefused)
         if held_streams(run.tags, run.run_config):
             others = list(self._instance.get_runs(filters=dg.RunsFilter(statuses=_ACTIVE)))
             refused = conflict(run, others)
             if refused is not None:
-                # Dagster marks a run whose submission raised as failed; the tags keep the
-                # auto-restart sensor from relaunching a refusal (it would be refused again).
-                self._instance.add_run_tags(run.run_id, {REFUSED_TAG: "true",
-                                                         AUTO_RESTART_TAG: "false"})  # fmt: skip
-                self._instance.report_run_canceling(run, message=refused)
-                self._instance.report_run_canceled(run, message=refused)
-                raise StreamHeldError(refused)
+                self._refuse(run, refused, StreamHeldError)
         return super().submit_run(context)
+
+    def _refuse(self, run: dg.DagsterRun, message: str, error: type[dg.DagsterError]) -> None:
+        # Dagster marks a run whose submission raised as failed; the tags keep the auto-restart
+        # sensor from relaunching a refusal (it would be refused again).
+        self._instance.add_run_tags(run.run_id, {REFUSED_TAG: "true", AUTO_RESTART_TAG: "false"})
+        self._instance.report_run_canceling(run, message=message)
+        self._instance.report_run_canceled(run, message=message)
+        raise error(message)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
 
 import dagster as dg
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 from pyspark.sql import SparkSession
 
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings
+from platform_pipelines.spark.policy import run_conf_problems
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 
 
@@ -21,10 +22,6 @@ class SparkStreamingResource(dg.ConfigurableResource):
     query is stopped gracefully, then the session.
     """
 
-    master: str = Field(
-        default_factory=lambda: get_settings().spark_master,
-        description="Spark master URL: local[*] (default) or a cluster such as spark://host:7077.",
-    )
     state_partitions: int = Field(
         default_factory=lambda: get_settings().state_partitions,
         description=(
@@ -45,21 +42,45 @@ class SparkStreamingResource(dg.ConfigurableResource):
         default_factory=lambda: get_settings().spark_ui_enabled,
         description="Serve the Spark UI on port 4040 (PLATFORM_SPARK_UI_ENABLED).",
     )
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings.")
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Spark tuning for this run, e.g. {spark.sql.streaming.stateStore.rocksdb."
+        "blockCacheSizeMB: '64'}. Only tuning keys (sizes, counts, memory) are accepted: JVM "
+        "options, jars, class paths, Python executables, file-system roots and network settings "
+        "belong to the deployment (PLATFORM_SPARK_EXTRA_CONF, PLATFORM_SPARK_MASTER, ...).",
+    )
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _tuning_only(cls, conf: dict[str, str]) -> dict[str, str]:
+        problems = run_conf_problems(conf)
+        if problems:
+            raise ValueError(" ".join(problems))
+        return conf
+
+    @field_validator("driver_memory")
+    @classmethod
+    def _memory_size(cls, value: str) -> str:
+        if not re.fullmatch(r"[1-9][0-9]*[kmgt]?", value.strip().lower()):
+            raise ValueError(
+                f"driver_memory: {value!r} is not a JVM memory size; use a number with k, m, g "
+                "or t, e.g. 2g."
+            )
+        return value
 
     _session: SparkSession | None = PrivateAttr(default=None)
     _owns_session: bool = PrivateAttr(default=False)
 
     def options(self) -> SparkOptions:
         """The session's options: the deployment's settings with this run's values."""
+        settings = get_settings()
         return SparkOptions.from_settings(
-            get_settings(),
-            master=self.master,
+            settings,
             state_partitions=self.state_partitions,
             min_batches_to_retain=self.min_batches_to_retain,
             driver_memory=self.driver_memory,
             ui_enabled=self.ui_enabled,
-            extra_conf=dict(self.spark_conf),
+            extra_conf={**settings.spark_extra_conf, **self.spark_conf},
         )
 
     def get_session(self) -> SparkSession:
@@ -89,22 +110,18 @@ class SparkStreamingResource(dg.ConfigurableResource):
 
 
 class KafkaResource(dg.ConfigurableResource):
-    """Where the Kafka broker is. Defaults to the local broker started by `platform kafka start`."""
-
-    bootstrap_servers: str | None = Field(
-        default=None,
-        description="host:port[,host:port]; default: PLATFORM_KAFKA_BOOTSTRAP_SERVERS, "
-        "else the running local broker, else localhost:9092.",
-    )
+    """Where the Kafka broker is: PLATFORM_KAFKA_BOOTSTRAP_SERVERS, else the local broker started
+    by `platform kafka start`, else localhost:9092. A deployment setting, not run config: a
+    launched run cannot point the platform at another broker."""
 
     def servers(self) -> str:
-        return self.bootstrap_servers or get_settings().bootstrap_servers()
+        return get_settings().bootstrap_servers()
 
 
 class LakehouseResource(dg.ConfigurableResource):
-    """The folder holding every Delta table and checkpoint (default: .local/lakehouse)."""
-
-    root: str | None = Field(default=None, description="Lakehouse folder; default from settings.")
+    """The folder holding every Delta table and checkpoint: PLATFORM_LAKEHOUSE_DIR, else
+    PLATFORM_LOCAL_DIR/lakehouse (.local/lakehouse). A deployment setting, not run config: a
+    launched run cannot write elsewhere."""
 
     def lakehouse(self) -> Lakehouse:
-        return Lakehouse(Path(self.root) if self.root else get_settings().lakehouse_dir)
+        return Lakehouse(get_settings().lakehouse_dir)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +33,12 @@ class SparkOptions:
             applies only to new checkpoints (the `checkpoint` health check reports the difference).
         min_batches_to_retain: checkpoint versions (and state snapshots) kept for recovery.
         driver_memory: JVM heap of the driver (local mode: of the whole engine).
-        ui_enabled: the Spark web UI on :4040; off in tests.
-        extra_conf: any other Spark setting, applied last.
+        ui_enabled: the Spark web UI on :4040 (its kill links are always off); off in tests.
+        bind_address: where the driver's RPC, block manager and UI listen (loopback by default).
+        driver_host: the address executors use to reach the driver (default: ``bind_address``,
+            or this machine's name when binding every interface).
+        extra_conf: any other Spark setting, applied last (the deployment's
+            ``PLATFORM_SPARK_EXTRA_CONF``, then a run's tuning keys).
     """
 
     master: str = "local[*]"
@@ -42,7 +47,16 @@ class SparkOptions:
     min_batches_to_retain: int = 20
     driver_memory: str = "2g"
     ui_enabled: bool = True
+    bind_address: str = "127.0.0.1"
+    driver_host: str | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def advertised_host(self) -> str:
+        """The driver address executors connect to."""
+        if self.driver_host:
+            return self.driver_host
+        return socket.gethostname() if self.bind_address == "0.0.0.0" else self.bind_address
 
     @classmethod
     def from_settings(cls, settings: PlatformSettings, **overrides: object) -> SparkOptions:
@@ -53,6 +67,9 @@ class SparkOptions:
             "min_batches_to_retain": settings.min_batches_to_retain,
             "driver_memory": settings.driver_memory,
             "ui_enabled": settings.spark_ui_enabled,
+            "bind_address": settings.spark_bind_address,
+            "driver_host": settings.spark_driver_host,
+            "extra_conf": dict(settings.spark_extra_conf),
         }
         return cls(**{**values, **overrides})  # type: ignore[arg-type]
 
@@ -64,6 +81,9 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         "spark.app.name": options.app_name,
         "spark.driver.memory": options.driver_memory,
         "spark.ui.enabled": str(options.ui_enabled).lower(),
+        "spark.ui.killEnabled": "false",
+        "spark.driver.bindAddress": options.bind_address,
+        "spark.driver.host": options.advertised_host,
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -91,6 +111,9 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # The Spark UI binds to SPARK_LOCAL_IP, else every interface (spark.driver.bindAddress does
+    # not reach it); the JVM inherits this environment when it starts.
+    os.environ["SPARK_LOCAL_IP"] = options.bind_address
     builder = SparkSession.builder
     for key, value in spark_conf(options, ensure_jars("spark")).items():
         builder = builder.config(key, value)

@@ -22,8 +22,11 @@ def session(user: str, day: int, hour: int, minutes: int, purchased: bool, reven
             purchased, revenue, "logout")  # fmt: skip
 
 
-def test_daily_engagement_counts_sessions_users_duration_and_conversion_of_one_day(spark, tmp_path):
+def test_daily_engagement_counts_sessions_users_duration_and_conversion_of_one_day(
+    spark, tmp_path, monkeypatch
+):
     lake = Lakehouse(tmp_path / "lake")
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", str(lake.root))
     sessions = [
         session("u1", 22, 9, 10, True, 30.0),
         session("u1", 22, 15, 20, False, 0.0),
@@ -34,8 +37,8 @@ def test_daily_engagement_counts_sessions_users_duration_and_conversion_of_one_d
         str(lake.table("user_sessions"))
     )
     resources = {
-        "spark": SparkStreamingResource(master="local[2]", state_partitions=2),
-        "lakehouse": LakehouseResource(root=str(lake.root)),
+        "spark": SparkStreamingResource(state_partitions=2),
+        "lakehouse": LakehouseResource(),
     }
 
     for _ in range(2):  # a rerun of the day replaces its row

@@ -19,6 +19,7 @@ from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from tests.integration.events import U1_SHOPPING, ev
+from tests.sockets import beyond_loopback, listening
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.kafka]
@@ -37,22 +38,25 @@ def rows_so_far(spark, path: Path) -> int:
 
 
 def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
-    spark, kafka_broker, topic_factory, tmp_path
+    spark, kafka_broker, topic_factory, tmp_path, monkeypatch
 ):
     topic = topic_factory("dagster_job")
     produce_events(kafka_broker, topic, [*U1_SHOPPING, U1_SHOPPING[0]])
     stream = builtin_streams(BuiltinSettings(clickstream_topic=topic)).get("clickstream_raw")
     job = make_stream_job("stream_clickstream_raw", [stream], "test")
     lake = Lakehouse(tmp_path / "lake")
+    # Where the tables are and which broker to read are the deployment's, never run config.
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", str(lake.root))
+    monkeypatch.setenv("PLATFORM_KAFKA_BOOTSTRAP_SERVERS", kafka_broker)
     instance = dg.DagsterInstance.ephemeral()
 
     result = job.execute_in_process(
         instance=instance,
         run_config={"ops": {"run_stream_clickstream_raw": {"config": {"mode": "catch_up"}}}},
         resources={
-            "spark": SparkStreamingResource(master="local[2]", state_partitions=2),
-            "kafka": KafkaResource(bootstrap_servers=kafka_broker),
-            "lakehouse": LakehouseResource(root=str(lake.root)),
+            "spark": SparkStreamingResource(state_partitions=2),
+            "kafka": KafkaResource(),
+            "lakehouse": LakehouseResource(),
         },
     )
 
@@ -104,6 +108,11 @@ def test_cancelled_continuous_stream_ends_canceled_and_a_rerun_resumes_without_l
     wait_for(
         lambda: rows_so_far(spark, table) >= 5, 300, "the running stream to write its first rows"
     )
+    # While the stream runs: the webserver, daemon, code server, run worker, its step process
+    # and its Spark JVM (driver RPC, block manager, UI) listen on loopback only.
+    sockets = listening(dagster_ui.pid)
+    assert any(proc.endswith("SparkSubmit") for _, _, proc in sockets), sockets
+    assert beyond_loopback(dagster_ui.pid) == []
     dagster_ui.client.terminate_run(run_id)
 
     status = wait_for(

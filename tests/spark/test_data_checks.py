@@ -81,8 +81,10 @@ def test_duplicates_overlaps_and_malformed_alerts_are_failed_with_their_counts(s
 
 
 @pytest.mark.dagster
-def test_the_scheduled_health_check_job_runs_every_check_in_process(spark, tmp_path):
+def test_the_scheduled_health_check_job_runs_every_check_in_process(spark, tmp_path, monkeypatch):
     lake = Lakehouse(tmp_path / "lake")
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", str(lake.root))
+    monkeypatch.setenv("PLATFORM_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1")
     write(spark, lake, "events", [event("a"), event("a")], EVENTS)
     shutil.copytree("tests/unit/data/checkpoints/service_status", lake.checkpoint("service_status"))
     job = defs.resolve_job_def("stream_health_check")
@@ -90,9 +92,9 @@ def test_the_scheduled_health_check_job_runs_every_check_in_process(spark, tmp_p
         result = job.execute_in_process(
             instance=instance,
             resources={
-                "spark": SparkStreamingResource(master="local[2]", state_partitions=2),
-                "kafka": KafkaResource(bootstrap_servers="127.0.0.1:1"),
-                "lakehouse": LakehouseResource(root=str(lake.root)),
+                "spark": SparkStreamingResource(state_partitions=2),
+                "kafka": KafkaResource(),
+                "lakehouse": LakehouseResource(),
             },
             raise_on_error=False,
         )
