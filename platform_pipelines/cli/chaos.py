@@ -22,25 +22,27 @@ from platform_pipelines.core.units import count, duration
               "while the pipeline runs.")  # fmt: skip
 @click.option("--kills", default="1-3", show_default=True, help="SIGKILLs per trial (min-max).")
 @click.option("--seed", default=1, show_default=True)
+@click.option("--parallel", default=1, show_default=True, help="Trials whose pipelines run at "
+              "once (each its own JVM); the comparisons follow one by one.")  # fmt: skip
 @click.option("--output", type=click.Path(path_type=Path), default=None,
               help="Write the results as JSON here.")  # fmt: skip
 @click.option("--keep", is_flag=True, help="Keep the trials' lakehouses under .local/chaos.")
 @friendly_errors
-def chaos(trials: int, events: int, rate: float, kills: str, seed: int, output: Path | None,
-          keep: bool) -> None:  # fmt: skip
+def chaos(trials: int, events: int, rate: float, kills: str, seed: int, parallel: int,
+          output: Path | None, keep: bool) -> None:  # fmt: skip
     """Fault injection. Each trial produces a synthetic clickstream while the pipeline (bronze,
     dedup, sessions, alerts) runs continuously in its own process, SIGKILLs that process and its
     JVM at random moments (during its first start too), relaunches it, lets it catch up, and
     compares every table with a clean catch-up run over the same input. Prints lost and
     duplicated rows per trial (both must be 0) and how long restarts took; exits 1 otherwise."""
-    from platform_pipelines.runtime.chaos import ChaosConfig, run_trial
+    from platform_pipelines.runtime.chaos import ChaosConfig, run_trials
     from platform_pipelines.runtime.chaos_worker import SPARK
     from platform_pipelines.settings import get_settings
     from platform_pipelines.spark.session import build_spark_session
 
     low, _, high = kills.partition("-")
     cfg = ChaosConfig(trials=trials, events=events, rate_per_sec=rate, seed=seed,
-                      kills=(int(low), int(high or low)))  # fmt: skip
+                      kills=(int(low), int(high or low)), parallel=parallel)  # fmt: skip
     settings = get_settings()
     bootstrap, started = _broker(settings)
     workdir = settings.local_dir / "chaos" / time.strftime("%Y%m%d-%H%M%S")
@@ -48,10 +50,10 @@ def chaos(trials: int, events: int, rate: float, kills: str, seed: int, output: 
         spark = build_spark_session(SPARK)
     results = []
     try:
-        for trial in range(1, trials + 1):
-            with console.status(f"Trial {trial} of {trials}..."):
-                results.append(run_trial(trial, cfg, spark, bootstrap, workdir, console.print))
-            console.print(_line(results[-1]))
+        with console.status(f"{trials} trials, {parallel} at once..."):
+            results = run_trials(cfg, spark, bootstrap, workdir, console.print)
+        for result in results:
+            console.print(_line(result))
     finally:
         spark.stop()
         if started:

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +59,8 @@ class ChaosConfig:
         kills: the fewest and most SIGKILLs per trial.
         kill_window: a kill comes this many seconds (uniformly drawn) after a launch.
         seed: seeds the kill moments and the input.
+        parallel: trials whose pipelines run at once (each its own process, JVM and topic); the
+            comparisons with clean runs follow one by one.
     """
 
     trials: int = 3
@@ -66,6 +69,7 @@ class ChaosConfig:
     kills: tuple[int, int] = (1, 3)
     kill_window: tuple[float, float] = (0.5, 25.0)
     seed: int = 1
+    parallel: int = 1
 
 
 @dataclass
@@ -95,9 +99,26 @@ def input_config(trial: int, cfg: ChaosConfig) -> ClickstreamConfig:
     )  # fmt: skip
 
 
-def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str, workdir: Path,
-              say: Callable[[str], None] = lambda line: None) -> TrialResult:  # fmt: skip
-    """One trial (see the module docstring)."""
+def run_trials(cfg: ChaosConfig, spark: SparkSession, bootstrap: str, workdir: Path,
+               say: Callable[[str], None] = lambda line: None) -> list[TrialResult]:  # fmt: skip
+    """Every trial of ``cfg``: the pipelines of ``cfg.parallel`` trials are killed and relaunched
+    at once, then each trial is compared with its clean catch-up run (in ``spark``)."""
+    trials = range(1, cfg.trials + 1)
+    with ThreadPoolExecutor(max_workers=max(cfg.parallel, 1)) as pool:
+        tortured = list(pool.map(lambda t: _torture(t, cfg, bootstrap, workdir, say), trials))
+    results = []
+    for result, topic, began in tortured:
+        say(f"trial {result.trial}: comparing with a clean catch-up run")
+        lake_dir = workdir / f"trial-{result.trial}"
+        _compare(result, spark, bootstrap, topic, lake_dir, workdir / f"reference-{result.trial}")
+        result.seconds = round(time.monotonic() - began, 1)
+        results.append(result)
+    return results
+
+
+def _torture(trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path,
+             say: Callable[[str], None]) -> tuple[TrialResult, str, float]:  # fmt: skip
+    """Produce, kill and relaunch the pipeline, then let its last launch catch up and stop."""
     began, rng = time.monotonic(), random.Random(cfg.seed * 7919 + trial)
     result = TrialResult(trial)
     topic = f"chaos-{trial}-{uuid.uuid4().hex[:8]}"
@@ -126,10 +147,8 @@ def run_trial(trial: int, cfg: ChaosConfig, spark: SparkSession, bootstrap: str,
     if worker.wait(120) != 0:
         raise RuntimeError(f"trial {trial}: the last launch did not stop cleanly; see "
                            f"{lake_dir}/worker.log")  # fmt: skip
-    say(f"trial {trial}: caught up; comparing with a clean catch-up run")
-    _compare(result, spark, bootstrap, topic, lake_dir, workdir / f"reference-{trial}")
-    result.seconds = round(time.monotonic() - began, 1)
-    return result
+    say(f"trial {trial}: caught up")
+    return result, topic, began
 
 
 def launch_worker(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[bytes]:

@@ -7,21 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from platform_pipelines.runtime.chaos import TABLES, ChaosConfig, run_trial
+from platform_pipelines.runtime.chaos import TABLES, ChaosConfig, run_trials
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 # Small trials (CI time): 600 records at 150/s, one kill within 15 s of the launch (often during
-# the first start), then the relaunch that catches up. `make chaos` runs the full-size trials.
+# the first start), then the relaunch that catches up; the three pipelines run at once (their
+# JVMs mostly wait for triggers). `make chaos` runs the full-size trials.
 CONFIG = ChaosConfig(trials=3, events=600, rate_per_sec=150.0, kills=(1, 1),
-                     kill_window=(0.5, 15.0), seed=7)  # fmt: skip
+                     kill_window=(0.5, 15.0), seed=7, parallel=3)  # fmt: skip
 
 
 def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_path: Path):
     lines: list[str] = []
-    results = [run_trial(t, CONFIG, spark, kafka_broker, tmp_path, lines.append)
-               for t in range(1, CONFIG.trials + 1)]  # fmt: skip
+    results = run_trials(CONFIG, spark, kafka_broker, tmp_path, lines.append)
 
+    assert [r.trial for r in results] == [1, 2, 3]
     for result in results:
         assert len(result.kill_after_seconds) == 1, result
         assert result.lost == dict.fromkeys(TABLES, 0), result
