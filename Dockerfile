@@ -12,7 +12,8 @@ COPY user_streams ./user_streams
 COPY jvm ./jvm
 # The jars are resolved at build time into /app/jars (PLATFORM_JARS_DIR), outside the data volume.
 ENV PLATFORM_JARS_DIR=/app/jars
-RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir -e . \
+RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir setuptools==80.9.0 \
+ && /app/.venv/bin/pip install --no-cache-dir -e . \
  && /app/.venv/bin/platform setup
 # DAGSTER_HOME is a volume (run history survives restarts); the instance config is copied into it
 # at start, so the image's dagster.yaml always wins.

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit ui lint format bench chaos clean
+.PHONY: help setup system-deps demo test test-unit ui lint audit format bench chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -13,7 +13,7 @@ help: ## Show this help
 $(INSTALLED): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=python3"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip setuptools==80.9.0  # venv ships setuptools 65.5 (3 advisories, fixed by 78.1.1)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
@@ -35,10 +35,41 @@ test-unit: $(INSTALLED) ## Only the fast tests that need no JVM
 ui: setup ## The Dagster UI (webserver + daemon) and the local Kafka broker
 	$(BIN)/platform ui
 
-lint: $(INSTALLED) ## ruff lint + format check, mypy
+lint: $(INSTALLED) ## ruff lint + format check, mypy, then the dependency audit
 	$(BIN)/ruff check platform_pipelines tests benchmarks
 	$(BIN)/ruff format --check platform_pipelines tests benchmarks
 	$(BIN)/mypy platform_pipelines
+	@$(MAKE) --no-print-directory audit
+
+# pip-audit asks PyPI's JSON API (AUDIT_SERVICE=osv: the OSV database) about every package in
+# .venv, one request per installed version.
+# - An advisory not listed in .pip-audit-ignore (each listed one has its reason there): failure.
+# - The service unreachable, or without data for some packages' versions: not a finding, so no
+#   failure, but a warning saying how many packages were NOT audited (AUDIT_STRICT=1 fails
+#   instead, for a machine that must audit everything).
+# - Every package audited: pip-audit's own summary.
+AUDIT_SERVICE ?= pypi
+AUDIT_LOG := .local/pip-audit.log
+AUDIT_IGNORED := $(shell grep -oE '^(PYSEC|GHSA|CVE)-[^ ]+' .pip-audit-ignore)
+
+audit: $(INSTALLED) ## pip-audit of .venv against PyPI's advisories (exceptions: .pip-audit-ignore)
+	@mkdir -p $(dir $(AUDIT_LOG))
+	@$(BIN)/pip-audit --vulnerability-service $(AUDIT_SERVICE) --skip-editable --progress-spinner off \
+	    $(addprefix --ignore-vuln ,$(AUDIT_IGNORED)) $(if $(AUDIT_STRICT),--strict) \
+	    >$(AUDIT_LOG) 2>&1; status=$$?; \
+	if grep -q '^Found [0-9]* known vulnerabilit' $(AUDIT_LOG); then cat $(AUDIT_LOG); exit 1; fi; \
+	if [ $$status -ne 0 ]; then \
+	  tail -n 2 $(AUDIT_LOG); \
+	  echo "audit: NOT DONE, pip-audit stopped without a finding (log: $(AUDIT_LOG))"; \
+	  exit $(if $(AUDIT_STRICT),1,0); \
+	fi; \
+	unaudited=$$(grep -c 'could not be audited' $(AUDIT_LOG)); \
+	total=$$($(BIN)/pip list --exclude-editable --format=freeze | wc -l); \
+	if [ $$unaudited -eq 0 ]; then grep -E '^No known vulnerabilities' $(AUDIT_LOG); else \
+	  echo "audit: $(AUDIT_SERVICE) answered for $$((total - unaudited)) of $$total packages," \
+	    "no known vulnerability in them; $$unaudited NOT AUDITED (no advisory data for" \
+	    "their versions; list: $(AUDIT_LOG))"; \
+	fi
 
 format: $(INSTALLED) ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix platform_pipelines tests benchmarks
