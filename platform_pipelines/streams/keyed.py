@@ -4,6 +4,12 @@ The key's state is kept as one JSON document in a ValueState (so the logic's sta
 JSON-able dict without declaring a state schema), and at most one timer per key: the one the last
 ``Step`` asked for. Event-time timers fire when the watermark passes them; processing-time timers on
 a later trigger, even when no new data arrives.
+
+Every state call is a round trip between the Python worker and the JVM's state server, so a key
+costs as few as possible: the document also records the key's timer (``{"state": ..., "timer_ms":
+...}``), so no ``exists`` or ``listTimers`` call is needed, a timer that did not change is left
+alone, and an unchanged document is not written again. A document written before the timer was
+recorded (a bare state) is still read; its timers are then listed once.
 """
 
 from __future__ import annotations
@@ -28,6 +34,31 @@ from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 TimeMode = Literal["EventTime", "ProcessingTime", "None"]
 _STATE = StructType([StructField("json", StringType(), True)])
+_UNKNOWN = -1  # the timer of a document that does not record it: list the key's timers
+
+
+def encode(state: State, timer_ms: int | None) -> str:
+    """The stored document: the logic's state and the key's timer.
+
+    >>> encode({"n": 1}, 60_000)
+    '{"state": {"n": 1}, "timer_ms": 60000}'
+    """
+    return json.dumps({"state": state, "timer_ms": timer_ms}, default=json_default)
+
+
+def decode(document: str | None) -> tuple[State | None, int | None]:
+    """``(state, timer_ms)`` of a stored document; a bare state (written before the timer was
+    recorded) has an unknown timer (``-1``).
+
+    >>> decode('{"state": {"n": 1}, "timer_ms": null}'), decode('{"n": 1}'), decode(None)
+    (({'n': 1}, None), ({'n': 1}, -1), (None, None))
+    """
+    if not document:
+        return None, None
+    value = json.loads(document)
+    if isinstance(value, dict) and set(value) == {"state", "timer_ms"}:
+        return value["state"], value["timer_ms"]
+    return value, _UNKNOWN
 
 
 def _utc(value: Any) -> Any:
@@ -61,21 +92,24 @@ class KeyedLogicProcessor(StatefulProcessor):
         ]
         if (column := self._event_time) is not None:
             events.sort(key=lambda e: (e[column] is None, e[column]))
-        step = self._logic.on_events(str(key[0]), self._load(), events, self._clock(timerValues))
-        return self._apply(step)
+        stored = self._stored()
+        state, _ = decode(stored)
+        step = self._logic.on_events(str(key[0]), state, events, self._clock(timerValues))
+        return self._apply(step, stored)
 
     def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:  # fmt: skip
-        state = self._load()
+        stored = self._stored()
+        state, _ = decode(stored)
         if state is None:
             return iter([])
         step = self._logic.on_timeout(str(key[0]), state, self._clock(timerValues))
-        return self._apply(step, fired=expiredTimerInfo.getExpiryTimeInMs())
+        return self._apply(step, stored, fired=expiredTimerInfo.getExpiryTimeInMs())
 
     def handleInitialState(self, key: Any, initialState: Row, timerValues: TimerValues) -> None:
         seeded = self._logic.initial_state(str(key[0]), initialState.asDict())  # type: ignore[attr-defined]
         if seeded is not None:
-            self._state.update((json.dumps(seeded, default=json_default),))
+            self._state.update((encode(seeded, None),))
 
     def close(self) -> None:
         pass
@@ -84,24 +118,33 @@ class KeyedLogicProcessor(StatefulProcessor):
         watermark = timers.getCurrentWatermarkInMs() if self._time_mode == "EventTime" else None
         return Clock(timers.getCurrentProcessingTimeInMs(), watermark)
 
-    def _load(self) -> State | None:
-        if not self._state.exists():
-            return None
-        value = self._state.get()
-        return json.loads(value[0]) if value and value[0] else None
+    def _stored(self) -> str | None:
+        value = self._state.get()  # None when the key has no state: no exists() round trip
+        return value[0] if value else None
 
-    def _apply(self, step: Step, fired: int | None = None) -> Iterator[Row]:
-        timers = self._time_mode != "None"  # timer calls are refused without a time mode
-        if timers:
-            for timer in list(self._handle.listTimers()):
-                if timer != fired:  # Spark removes a timer once it has fired
-                    self._handle.deleteTimer(timer)
+    def _apply(self, step: Step, stored: str | None, fired: int | None = None) -> Iterator[Row]:
+        _, old = decode(stored)
+        if old == fired:
+            old = None  # Spark removes a timer once it has fired
+        new = None if step.state is None else step.timeout_at_ms
+        if self._time_mode == "None":  # timer calls are refused without a time mode
+            old = new = None
+        if old != new:
+            if old == _UNKNOWN:
+                for timer in list(self._handle.listTimers()):
+                    if timer != fired:
+                        self._handle.deleteTimer(timer)
+            elif old is not None:
+                self._handle.deleteTimer(old)
+            if new is not None:
+                self._handle.registerTimer(new)
         if step.state is None:
-            self._state.clear()
+            if stored is not None:
+                self._state.clear()
         else:
-            self._state.update((json.dumps(step.state, default=json_default),))
-            if timers and step.timeout_at_ms is not None:
-                self._handle.registerTimer(step.timeout_at_ms)
+            document = encode(step.state, new)
+            if document != stored:
+                self._state.update((document,))
         return iter([_row(self._fields, out) for out in step.outputs])
 
 
