@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -11,6 +11,9 @@ from rich.table import Table
 from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.units import count
 from platform_pipelines.settings import PlatformSettings, get_settings
+
+if TYPE_CHECKING:
+    from platform_pipelines.kafka.tls import BrokerSecurity
 
 
 def configured_broker(settings: PlatformSettings) -> str | None:
@@ -41,19 +44,59 @@ def kafka() -> None:
 
 
 @kafka.command("start", short_help="Start the local broker in the background.")
+@click.option(
+    "--security",
+    type=click.Choice(["PLAINTEXT", "SASL_SSL"], case_sensitive=False),
+    default=None,
+    help="Client listener: plaintext, or sasl_ssl (TLS + SCRAM-SHA-512 users, certificates "
+    "made with keytool). Default: what the broker's data was formatted for, else plaintext.",
+)
 @friendly_errors
-def kafka_start() -> None:
-    """Start the local broker in the background (nothing to do when one runs)."""
+def kafka_start(security: str | None) -> None:
+    """Start the local broker in the background (nothing to do when one runs). With
+    --security sasl_ssl it prints the PLATFORM_KAFKA_* variables its clients need."""
     from platform_pipelines.kafka.broker import LocalKafkaBroker, find_running_broker
 
     settings = get_settings()
     running = find_running_broker(settings.broker_dir)
     if running:
-        console.print(f"The local Kafka broker already runs at {running['bootstrap_servers']}.")
+        protocol = running.get("security_protocol", "PLAINTEXT")
+        console.print(f"The local Kafka broker already runs at {running['bootstrap_servers']} "
+                      f"({protocol}).")  # fmt: skip
+        if protocol == "SASL_SSL":
+            console.print('Its clients need: eval "$(platform kafka env)"')
         return
-    with console.status("Starting the local Kafka broker (KRaft)..."):
-        address = LocalKafkaBroker(settings.broker_dir).start()
-    console.print(f"Kafka broker started at {address} (stop it with `platform kafka stop`).")
+    broker = LocalKafkaBroker(settings.broker_dir, security=cast("BrokerSecurity | None", security))
+    with console.status(f"Starting the local Kafka broker (KRaft, {broker.security})..."):
+        address = broker.start()
+    console.print(f"Kafka broker started at {address} ({broker.security}; stop it with "
+                  "`platform kafka stop`).")  # fmt: skip
+    if broker.security == "SASL_SSL":
+        console.print('Its clients need these variables (or run: eval "$(platform kafka env)"):')
+        _echo_exports(settings)
+
+
+def _echo_exports(settings: PlatformSettings) -> None:
+    """The shell lines for the local broker's clients; the password stays in its file."""
+    from platform_pipelines.kafka.tls import BrokerSecrets, formatted_security
+
+    if formatted_security(settings.broker_dir) != "SASL_SSL":
+        for line in ("export PLATFORM_KAFKA_SECURITY_PROTOCOL=PLAINTEXT",
+                     "unset PLATFORM_KAFKA_SASL_USERNAME PLATFORM_KAFKA_SASL_PASSWORD "
+                     "PLATFORM_KAFKA_SSL_CAFILE"):  # fmt: skip
+            click.echo(line)
+        return
+    for line in BrokerSecrets.of(settings.broker_dir).export_lines():
+        click.echo(line)  # plain, so that `eval "$(platform kafka env)"` reads it
+
+
+@kafka.command("env", short_help="Print the PLATFORM_KAFKA_* exports for the local broker.")
+@friendly_errors
+def kafka_env() -> None:
+    """Print shell `export` lines that point the platform's Kafka clients at the local broker's
+    security (SASL_SSL: user, CA file, and the password read from its 0600 file, never printed).
+    Use: eval "$(platform kafka env)"."""
+    _echo_exports(get_settings())
 
 
 @kafka.command("stop", short_help="Stop the local broker (refuses while streams read it).")
@@ -89,14 +132,20 @@ def kafka_stop(force: bool) -> None:
 def kafka_status() -> None:
     """Show whether the local broker runs, and where; and which broker the platform uses."""
     from platform_pipelines.kafka.broker import find_running_broker
+    from platform_pipelines.kafka.security import KafkaSecurityError, kafka_security
 
     settings = get_settings()
     info = find_running_broker(settings.broker_dir)
-    console.print(f"local broker: running at {info['bootstrap_servers']} (pid {info['pid']})"
+    console.print(f"local broker: running at {info['bootstrap_servers']} (pid {info['pid']}, "
+                  f"{info.get('security_protocol', 'PLAINTEXT')})"
                   if info else "local broker: not running")  # fmt: skip
     if settings.kafka_bootstrap_servers:
         console.print(f"the platform uses: {settings.kafka_bootstrap_servers} "
                       "(PLATFORM_KAFKA_BOOTSTRAP_SERVERS)")  # fmt: skip
+    try:
+        console.print(f"its clients connect with: {kafka_security()}", markup=False)
+    except KafkaSecurityError as error:
+        console.print(f"its clients cannot connect: {error}", markup=False)
 
 
 def producer_options(func: Any) -> Any:

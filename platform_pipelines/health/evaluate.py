@@ -93,6 +93,7 @@ def ask_broker(
 ) -> Broker | None:
     """End offsets of ``topics`` in one connection; None without a broker address or topics."""
     from platform_pipelines.kafka.admin import end_offsets_many
+    from platform_pipelines.kafka.clients import KafkaAccessError
 
     if not bootstrap or not topics:
         return None
@@ -101,6 +102,8 @@ def ask_broker(
     try:
         ends = end_offsets_many(bootstrap, sorted(set(topics)), timeout_s, skip_missing=True)
         return Broker(bootstrap, ends)
+    except KafkaAccessError as error:  # TLS or credentials: the message names the setting to fix
+        return Broker(bootstrap, None, str(error))
     except Exception as error:  # timed out, unknown topic...: lag is unknown, say why
         return Broker(bootstrap, None, type(error).__name__)
 

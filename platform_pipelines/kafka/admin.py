@@ -1,4 +1,7 @@
-"""The few admin calls the platform needs: is the broker up, make topics, how far do they reach."""
+"""The few admin calls the platform needs: is the broker up, make topics, how far do they reach.
+
+Every call authenticates as ``PLATFORM_KAFKA_*`` say (``kafka.security``), or as ``security`` says.
+"""
 
 from __future__ import annotations
 
@@ -12,24 +15,39 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_delay,
+    wait_fixed,
+)
+
+from platform_pipelines.kafka.clients import KafkaAccessError, connect
+from platform_pipelines.kafka.security import KafkaSecurity
 
 _CLIENT_ID = "platform-admin"
 
 
-def _admin(bootstrap: str, timeout_s: float = 10.0) -> KafkaAdminClient:
+def _admin(
+    bootstrap: str, timeout_s: float = 10.0, security: KafkaSecurity | None = None
+) -> KafkaAdminClient:
     ms = int(timeout_s * 1000)
-    return KafkaAdminClient(
-        bootstrap_servers=bootstrap,
+    return connect(
+        KafkaAdminClient,
+        bootstrap,
+        security,
         client_id=_CLIENT_ID,
         bootstrap_timeout_ms=ms,
         request_timeout_ms=max(ms, 1000),
     )
 
 
-def probe(bootstrap: str, timeout_s: float = 2.0) -> int:
-    """One metadata round trip; returns the number of live brokers or raises a KafkaError."""
-    with _admin(bootstrap, timeout_s) as admin:
+def probe(bootstrap: str, timeout_s: float = 2.0, security: KafkaSecurity | None = None) -> int:
+    """One metadata round trip; returns the number of live brokers or raises a KafkaError
+    (a ``KafkaAccessError`` when TLS or authentication failed)."""
+    with _admin(bootstrap, timeout_s, security) as admin:
         brokers = admin.describe_cluster()["brokers"]
     if not brokers:
         raise KafkaError(f"{bootstrap} answered but reports no registered broker yet")
@@ -37,7 +55,11 @@ def probe(bootstrap: str, timeout_s: float = 2.0) -> int:
 
 
 def wait_for_broker(
-    bootstrap: str, timeout_s: float = 30.0, *, check: Callable[[], None] | None = None
+    bootstrap: str,
+    timeout_s: float = 30.0,
+    *,
+    check: Callable[[], None] | None = None,
+    security: KafkaSecurity | None = None,
 ) -> None:
     """Block until a broker at ``bootstrap`` answers a metadata request.
 
@@ -45,19 +67,21 @@ def wait_for_broker(
     uses it to notice that its process died instead of waiting for the timeout).
 
     Raises:
+        KafkaAccessError: the broker refused the TLS handshake or the credentials (not retried).
         TimeoutError: nothing answered within ``timeout_s``; the message holds the last error.
     """
     retrying = Retrying(
         stop=stop_after_delay(timeout_s),
         wait=wait_fixed(0.25),
-        retry=retry_if_exception_type((KafkaError, OSError)),
+        retry=retry_if_exception_type((KafkaError, OSError))
+        & retry_if_not_exception_type(KafkaAccessError),
     )
     try:
         for attempt in retrying:
             with attempt:
                 if check is not None:
                     check()
-                probe(bootstrap)
+                probe(bootstrap, security=security)
     except RetryError as err:
         last = err.last_attempt.exception()
         raise TimeoutError(
@@ -74,6 +98,7 @@ def create_topics(
     replication_factor: int = 1,
     configs: Mapping[str, str] | None = None,
     timeout_s: float = 30.0,
+    security: KafkaSecurity | None = None,
 ) -> list[str]:
     """Create ``{name: partitions}``; existing topics are left alone. Returns the names created.
 
@@ -87,7 +112,7 @@ def create_topics(
         }
         for name, partitions in topics.items()
     }
-    with _admin(bootstrap, timeout_s) as admin:
+    with _admin(bootstrap, timeout_s, security) as admin:
         result = admin.create_topics(spec, timeout_ms=int(timeout_s * 1000), raise_errors=False)
         created = []
         for topic in result["topics"]:
@@ -100,20 +125,26 @@ def create_topics(
     return created
 
 
-def end_offsets(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+def end_offsets(
+    bootstrap: str, topic: str, timeout_s: float = 10.0, security: KafkaSecurity | None = None
+) -> dict[int, int]:
     """The next offset to be written, per partition of ``topic`` (sum = records ever written)."""
-    return end_offsets_many(bootstrap, [topic], timeout_s)[topic]
+    return end_offsets_many(bootstrap, [topic], timeout_s, security=security)[topic]
 
 
 def end_offsets_many(
-    bootstrap: str, topics: Sequence[str], timeout_s: float = 10.0, skip_missing: bool = False
+    bootstrap: str,
+    topics: Sequence[str],
+    timeout_s: float = 10.0,
+    skip_missing: bool = False,
+    security: KafkaSecurity | None = None,
 ) -> dict[str, dict[int, int]]:
     """End offsets of several topics in one connection: ``{topic: {partition: next offset}}``.
 
     A topic the broker does not know raises, or with ``skip_missing`` is left out of the result
     (one missing topic must not hide the others' offsets)."""
     unknown = UnknownTopicOrPartitionError.errno
-    with _admin(bootstrap, timeout_s) as admin:
+    with _admin(bootstrap, timeout_s, security) as admin:
         specs = {}
         for described in admin.describe_topics(list(topics)):
             if skip_missing and described["error_code"] == unknown:

@@ -2,8 +2,13 @@
 
 Everything lives in ``data_dir``: ``server.properties``, ``log4j2.properties``, the topic data under
 ``logs/``, the broker's output in ``broker.log`` and, while it runs, ``broker.json`` (pid, port,
-bootstrap servers) so that other processes (the CLI, the settings, a second test run) can find it.
-The storage is formatted once; a restart on the same ``data_dir`` keeps every topic and record.
+bootstrap servers, security protocol) so that other processes (the CLI, the settings, a second
+test run) can find it. The storage is formatted once; a restart on the same ``data_dir`` keeps every
+topic and record.
+
+``security="SASL_SSL"`` serves clients over TLS with SCRAM-SHA-512 users instead of PLAINTEXT (keys,
+certificates and passwords in ``security/``, see ``kafka.tls``); a data dir keeps the protocol it
+was formatted with, since the SCRAM users are created at format time.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ import base64
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,26 +27,20 @@ from typing import Any
 
 from platform_pipelines.jvm import ensure_jars, require_java
 from platform_pipelines.kafka.admin import wait_for_broker
+from platform_pipelines.kafka.broker_config import LOG4J2, previous_ports, server_properties
+from platform_pipelines.kafka.security import KafkaSecurity
+from platform_pipelines.kafka.tls import (
+    CLIENT_USER,
+    BrokerSecrets,
+    BrokerSecurity,
+    choose_security,
+    formatted_security,
+    write_private,
+)
 
 HOST = "127.0.0.1"
 STATE_FILE = "broker.json"
 LOG_FILE = "broker.log"
-_LISTENERS = re.compile(r"^listeners=PLAINTEXT://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)$", re.M)
-
-_LOG4J2 = """\
-status = warn
-shutdownHook = disable
-appender.out.type = Console
-appender.out.name = STDOUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
 
 
 class BrokerError(RuntimeError):
@@ -90,29 +88,6 @@ def find_running_broker(data_dir: Path) -> dict[str, Any] | None:
     return None
 
 
-def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
-    # A static voter set (controller.quorum.voters) rather than a dynamic quorum: the controller's
-    # address is then read from this file on every start and is not frozen into the metadata log,
-    # so a restart may use other ports.
-    return f"""\
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@{HOST}:{controller_port}
-listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}
-advertised.listeners=PLAINTEXT://{HOST}:{port}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-controller.listener.names=CONTROLLER
-log.dirs={data_dir / "logs"}
-num.partitions=3
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-"""
-
-
 class LocalKafkaBroker:
     """One local Kafka broker process serving ``data_dir``.
 
@@ -122,9 +97,14 @@ class LocalKafkaBroker:
             create_topics(bootstrap, {"clickstream": 3})
     """
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, port: int | None = None, security: BrokerSecurity | None = None
+    ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self._requested_port = port
+        self._requested_security = security
+        self.security: BrokerSecurity = security or formatted_security(self.data_dir) or "PLAINTEXT"
+        self.secrets = BrokerSecrets.of(self.data_dir)
         self.port: int | None = None
         self.controller_port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -161,6 +141,7 @@ class LocalKafkaBroker:
                 f"A broker (pid {running['pid']}) already serves {self.data_dir} at "
                 f"{running['bootstrap_servers']}: use it, or stop it before starting another."
             )
+        self.security = choose_security(self.data_dir, self._requested_security)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._choose_ports()
         props = self._write_config()
@@ -168,9 +149,8 @@ class LocalKafkaBroker:
         self._format_once(props, timeout_s)
         self._launch(props)
         try:
-            wait_for_broker(
-                self.bootstrap_servers, max(deadline - time.monotonic(), 1.0), check=self._check
-            )
+            left = max(deadline - time.monotonic(), 1.0)
+            wait_for_broker(self.bootstrap_servers, left, check=self._check, security=self.client)
         except BaseException as err:  # Ctrl-C included: never leave a broker without broker.json
             self.stop()
             if isinstance(err, TimeoutError):
@@ -194,6 +174,11 @@ class LocalKafkaBroker:
         self._proc = None
         (self.data_dir / STATE_FILE).unlink(missing_ok=True)
 
+    @property
+    def client(self) -> KafkaSecurity:
+        """What a client of this broker needs (for SASL_SSL: the ``platform`` user)."""
+        return self.secrets.client_security(self.security)
+
     def __enter__(self) -> str:
         return self.start()
 
@@ -201,7 +186,7 @@ class LocalKafkaBroker:
         self.stop()
 
     def _choose_ports(self) -> None:
-        previous = self._previous_ports()
+        previous = previous_ports(self.data_dir / "server.properties")
         # Reusing the last ports keeps the bootstrap address stable across restarts.
         port = self._requested_port or (previous[0] if previous else None)
         if port is None or (self._requested_port is None and _port_open(port)):
@@ -211,16 +196,16 @@ class LocalKafkaBroker:
             controller = _free_port()
         self.port, self.controller_port = port, controller
 
-    def _previous_ports(self) -> tuple[int, int] | None:
-        props = self.data_dir / "server.properties"
-        match = _LISTENERS.search(props.read_text()) if props.exists() else None
-        return (int(match.group(1)), int(match.group(2))) if match else None
-
     def _write_config(self) -> Path:
         assert self.port is not None and self.controller_port is not None
         props = self.data_dir / "server.properties"
-        props.write_text(_server_properties(self.data_dir, self.port, self.controller_port))
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J2)
+        secrets = self.secrets if self.security == "SASL_SSL" else None
+        if secrets is not None:
+            secrets.create()
+        ports = (HOST, self.port, self.controller_port)
+        # 0600: with SASL_SSL it holds the keystore's and the broker user's passwords.
+        write_private(props, server_properties(self.data_dir, *ports, secrets))
+        (self.data_dir / "log4j2.properties").write_text(LOG4J2)
         return props
 
     def _java(self, main: str, *args: str) -> list[str]:
@@ -246,7 +231,16 @@ class LocalKafkaBroker:
         while cluster_id.startswith("-"):  # the CLI would read it as an option (as Kafka's own)
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        scram = self.secrets.scram_args_file() if self.security == "SASL_SSL" else None
+        if scram is not None:  # read by the tool (@file), so no password is on a command line
+            cmd.append(f"@{scram}")
+        try:
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
+        finally:
+            if scram is not None:
+                scram.unlink(missing_ok=True)
         if done.returncode != 0:
             raise BrokerError(
                 f"Formatting the Kafka storage in {self.data_dir / 'logs'} failed:\n"
@@ -288,6 +282,10 @@ class LocalKafkaBroker:
         ports: dict[str, Any] = {"port": self.port, "controller_port": self.controller_port}
         state = {"pid": self._proc.pid, **ports, "bootstrap_servers": self.bootstrap_servers}
         state["data_dir"] = str(self.data_dir)
+        state["security_protocol"] = self.security
+        if self.security == "SASL_SSL":  # where the secrets are, never their values
+            state["sasl_username"], state["ssl_cafile"] = CLIENT_USER, str(self.secrets.ca_pem)
+            state["sasl_password_file"] = str(self.secrets.password_file(CLIENT_USER))
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
     def _gone(self, pid: int, timeout_s: float) -> bool:

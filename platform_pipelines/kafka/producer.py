@@ -24,6 +24,8 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from platform_pipelines.events import CLICKSTREAM_REQUIRED
+from platform_pipelines.kafka.clients import connect
+from platform_pipelines.kafka.security import KafkaSecurity
 
 Kind = Literal["ok", "duplicate", "late", "malformed"]
 KINDS: tuple[Kind, ...] = ("ok", "duplicate", "late", "malformed")
@@ -262,17 +264,20 @@ def produce(
     records: Iterable[ProducedRecord],
     rate_per_sec: float = 0,
     progress: Callable[[int], None] | None = None,
+    security: KafkaSecurity | None = None,
 ) -> ProduceSummary:
     """Send ``records`` (paced to ``rate_per_sec`` if > 0), flush, and confirm every delivery.
 
-    ``progress`` is called with the number of records sent so far after each send.
+    ``progress`` is called with the number of records sent so far after each send. The producer
+    authenticates as ``security`` says, else as the ``PLATFORM_KAFKA_*`` environment says.
 
     Raises:
+        KafkaAccessError: the broker refused the TLS handshake or the credentials.
         KafkaError: some records were not acknowledged by the broker.
     """
     counts = dict.fromkeys(KINDS, 0)
     failures: list[BaseException] = []
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    producer = connect(KafkaProducer, bootstrap, security, acks="all", linger_ms=5)
     started = time.monotonic()
     try:
         for sent, record in enumerate(records, start=1):
@@ -297,9 +302,11 @@ def produce_events(
     topic: str,
     events: Iterable[dict[str, Any] | bytes],
     key_field: str = "user_id",
+    security: KafkaSecurity | None = None,
 ) -> ProduceSummary:
     """Send hand-written events: a dict as JSON keyed by ``event[key_field]``, bytes as they are."""
-    return produce(bootstrap, topic, (_as_record(event, key_field) for event in events))
+    records = (_as_record(event, key_field) for event in events)
+    return produce(bootstrap, topic, records, security=security)
 
 
 def _as_record(event: dict[str, Any] | bytes, key_field: str) -> ProducedRecord:

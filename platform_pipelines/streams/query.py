@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
+from platform_pipelines.kafka.security import kafka_security
 from platform_pipelines.lakehouse.checkpoints import read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
@@ -50,6 +51,7 @@ class StreamContext:
         reader = (
             self.spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
+            .options(**kafka_security().spark_options())  # PLATFORM_KAFKA_*: TLS, SASL
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("failOnDataLoss", "true")

@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from platform_pipelines.kafka.admin import create_topics, end_offsets
 from platform_pipelines.kafka.broker import BrokerError, LocalKafkaBroker, find_running_broker
+from platform_pipelines.kafka.clients import connect
 from platform_pipelines.kafka.producer import (
     ClickstreamConfig,
     generate_clickstream,
@@ -26,7 +27,7 @@ kafka = pytest.mark.kafka
 
 def read_all(bootstrap: str, topic: str, expected: int) -> list[tuple[int, bytes | None, bytes]]:
     """Every record of ``topic`` as (partition, key, value), in offset order per partition."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = connect(KafkaConsumer, bootstrap, enable_auto_commit=False)
     partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
     consumer.assign(partitions)
     consumer.seek_to_beginning()
@@ -110,6 +111,7 @@ def test_running_broker_is_findable_exclusive_and_gone_after_stop(tmp_path: Path
             "controller_port": broker.controller_port,
             "bootstrap_servers": bootstrap,
             "data_dir": str(tmp_path.resolve()),
+            "security_protocol": "PLAINTEXT",
         }
         with pytest.raises(BrokerError, match=f"already serves .* at {bootstrap}"):
             LocalKafkaBroker(tmp_path).start()

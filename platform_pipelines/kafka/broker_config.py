@@ -1,0 +1,63 @@
+"""The local broker's configuration files: ``server.properties`` and ``log4j2.properties``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from platform_pipelines.kafka.tls import BrokerSecrets
+
+_LISTENERS = re.compile(r"^listeners=\w+://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)$", re.M)
+
+LOG4J2 = """\
+status = warn
+shutdownHook = disable
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def server_properties(
+    data_dir: Path, host: str, port: int, controller_port: int, secrets: BrokerSecrets | None
+) -> str:
+    """A single-node KRaft broker + controller: its client listener is PLAINTEXT, or SASL_SSL
+    with ``secrets``; the controller listener is PLAINTEXT on ``host`` either way."""
+    if secrets is None:
+        listeners = f"""\
+listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}
+advertised.listeners=PLAINTEXT://{host}:{port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+"""
+    else:
+        listeners = secrets.listener_properties(host, port, controller_port)
+    # A static voter set (controller.quorum.voters) rather than a dynamic quorum: the controller's
+    # address is then read from this file on every start and is not frozen into the metadata log,
+    # so a restart may use other ports.
+    return f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@{host}:{controller_port}
+{listeners}controller.listener.names=CONTROLLER
+log.dirs={data_dir / "logs"}
+num.partitions=3
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+"""
+
+
+def previous_ports(props: Path) -> tuple[int, int] | None:
+    """The (client, controller) ports of an existing ``server.properties``, else None."""
+    match = _LISTENERS.search(props.read_text()) if props.exists() else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
