@@ -119,6 +119,44 @@ def _version(offset: dict[str, Any] | None, checkpoint: Path, batch_id: int) -> 
     return int(offset["reservoirVersion"])
 
 
+def last_written_batch(table: Path, app_id: str, not_before_ms: int) -> int | None:
+    """The newest batch id that writer ``app_id`` committed to ``table``, looking back from the
+    newest commit to the first commit made before ``not_before_ms``; None when there is none.
+
+    A batch is recorded in its commit's ``commitInfo.userMetadata`` as ``{"appId": ..., "batch":
+    ...}`` (``delta.append_exactly_once``); a Delta ``txn`` action (how older versions of the
+    platform recorded it) counts too. A replayed batch was first written after it was planned, so
+    looking back to its planning time (``not_before_ms``) is enough.
+    """
+    latest = latest_version(table)
+    for version in range(latest if latest is not None else -1, -1, -1):
+        try:
+            lines = commit_file(table, version).read_text().splitlines()
+        except FileNotFoundError:  # removed by the log retention: long before any replay
+            return None
+        batch, committed_ms = _batch_of(lines, app_id)
+        if batch is not None:
+            return batch
+        if committed_ms is not None and committed_ms < not_before_ms:
+            return None
+    return None
+
+
+def _batch_of(lines: list[str], app_id: str) -> tuple[int | None, int | None]:
+    """(the batch ``app_id`` recorded in a commit or None, the commit's timestamp or None)."""
+    batch = committed_ms = None
+    for line in lines:
+        action = json.loads(line) if line.strip() else {}
+        if info := action.get("commitInfo"):
+            committed_ms = info.get("timestamp")
+            tag = json.loads(info["userMetadata"]) if info.get("userMetadata") else None
+            if isinstance(tag, dict) and tag.get("appId") == app_id:
+                batch = int(tag["batch"])
+        elif (txn := action.get("txn")) and txn.get("appId") == app_id:
+            batch = int(txn["version"])
+    return batch, committed_ms
+
+
 def latest_version(table: Path) -> int | None:
     """The newest committed version of ``table``; None when it has no commit."""
     log = Path(table) / "_delta_log"

@@ -12,8 +12,9 @@ Each stream writes through a ``foreachBatch`` writer defined here:
   those files, and only from the files whose statistics say they can hold any.
 
 Both add one row per batch to ``stream_ledger`` (rows in, out, late, quarantined). Every write is
-tagged with the batch id (Delta's ``txnAppId``/``txnVersion``), so a batch replayed after a crash
-writes nothing twice, and no table gets a commit for a batch that has nothing for it.
+tagged with the batch id in its Delta commit (``lakehouse.delta.append_exactly_once``), so a batch
+replayed after a crash writes nothing twice, and no table gets a commit for a batch that has
+nothing for it.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class Target:
     def app_id(self, table: str) -> str:
         return f"{table}/{self.query_id}"
 
-    def append(self, df: DataFrame, table: str, app_id: str, batch_id: int) -> None:
-        append_exactly_once(df, self.lakehouse.table(table), app_id, batch_id, merge_schema=True)
+    def append(self, df: DataFrame, table: str, app_id: str, batch_id: int, clock: BatchClock,
+               ) -> None:  # fmt: skip
+        append_exactly_once(df, self.lakehouse.table(table), app_id, batch_id, clock.timestamp_ms,
+                            merge_schema=True)  # fmt: skip
 
     def record(self, batch: DataFrame, batch_id: int, counts: BatchCounts, clock: BatchClock,
                watermarked: bool) -> None:  # fmt: skip
@@ -87,7 +90,8 @@ class Target:
                from_ms(clock.watermark_ms).replace(tzinfo=None) if watermarked else None,
                from_ms(clock.timestamp_ms).replace(tzinfo=None))  # fmt: skip
         ledger = batch.sparkSession.createDataFrame([row], LEDGER)
-        self.append(ledger, LEDGER_TABLE, f"{LEDGER_TABLE}/{self.stream}/{self.query_id}", batch_id)
+        app_id = f"{LEDGER_TABLE}/{self.stream}/{self.query_id}"
+        self.append(ledger, LEDGER_TABLE, app_id, batch_id, clock)
         if self.on_batch is not None:
             self.on_batch(self.stream, batch_id, counts)
 
@@ -109,10 +113,10 @@ class IngestWriter:
             target, app = self._target, self._target.app_id(self._source.table)
             if total - bad:
                 good = parsed.where(F.col("reason").isNull()).select(*self._good)
-                target.append(good, self._source.table, f"{app}/raw", batch_id)
+                target.append(good, self._source.table, f"{app}/raw", batch_id, clock)
             if bad:
                 target.append(self._quarantined(parsed, clock), QUARANTINE_TABLE,
-                              f"{app}/quarantine", batch_id)  # fmt: skip
+                              f"{app}/quarantine", batch_id, clock)  # fmt: skip
             counts = BatchCounts(rows_in=total, rows_out=total - bad, rows_quarantined=bad)
             target.record(batch, batch_id, counts, clock, watermarked=False)
         finally:
@@ -144,7 +148,7 @@ class StageWriter:
         try:
             rows_out = output.count()
             if rows_out:
-                self._write_output(output, batch_id)
+                self._write_output(output, batch_id, clock)
             rows_in, rows_late = self._input(batch, batch_id, clock)
             counts = BatchCounts(rows_in=rows_in, rows_out=rows_out, rows_late=rows_late)
             self._target.record(batch, batch_id, counts, clock, self._stream.watermark is not None)
@@ -162,13 +166,13 @@ class StageWriter:
         )
         return output.join(existing.select(key), on=key, how="left_anti").select(*self._columns)
 
-    def _write_output(self, output: DataFrame, batch_id: int) -> None:
+    def _write_output(self, output: DataFrame, batch_id: int, clock: BatchClock) -> None:
         table, app = self._stream.table, self._target.app_id(self._stream.table)
         if self._stream.output_mode == "update":
             path = self._target.lakehouse.table(table)
-            upsert_exactly_once(output, path, self._stream.key, app, batch_id)
+            upsert_exactly_once(output, path, self._stream.key, app, batch_id, clock.timestamp_ms)
         else:
-            self._target.append(output, table, app, batch_id)
+            self._target.append(output, table, app, batch_id, clock)
 
     def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock) -> tuple[int, int]:
         """Rows the batch read from upstream, and how many of them were late (now written)."""
@@ -191,7 +195,7 @@ class StageWriter:
             rows_late = late.count()
             if rows_late:
                 app = f"{self._target.app_id(LATE_TABLE)}/{self._stream.name}"
-                self._target.append(late, LATE_TABLE, app, batch_id)
+                self._target.append(late, LATE_TABLE, app, batch_id, clock)
         finally:
             late.unpersist()
         return rows_in, rows_late
