@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit ui lint audit format bench chaos clean
+.PHONY: help setup system-deps demo test test-unit ui lint audit format bench bench-quick chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -75,8 +75,11 @@ format: $(INSTALLED) ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix platform_pipelines tests benchmarks
 	$(BIN)/ruff format platform_pipelines tests benchmarks
 
-bench: setup ## Sessionization benchmark (writes benchmarks/results/)
-	$(BIN)/python benchmarks/bench_sessionization.py
+bench: setup ## Benchmark suite: platform vs plain PySpark vs native; latency, scaling, restart (benchmarks/results/suite.json + PNG)
+	$(BIN)/python benchmarks/suite.py
+
+bench-quick: setup ## The benchmark suite on tiny inputs (~4 min): a smoke run (benchmarks/results/suite-quick.*)
+	$(BIN)/python benchmarks/suite.py --quick
 
 chaos: setup ## Kill the running pipeline at random moments, 20 trials (writes benchmarks/results/)
 	$(BIN)/platform chaos --trials 20 --output benchmarks/results/chaos.json
