@@ -37,26 +37,27 @@ def _suggest(value: object, lower: bool) -> str:
     return suggestion if suggestion[0].isalpha() else f"s_{suggestion}"[:63]
 
 
+def _problem(field: str, value: object, pattern: re.Pattern[str], what: str, rule: str,
+             lower: bool) -> str | None:  # fmt: skip
+    if isinstance(value, str) and pattern.match(value):
+        return None
+    return (f"{field}: {str(value)[:80]!r} is not a valid {what}; use {rule} "
+            f"(e.g. {_suggest(value, lower)!r}).")  # fmt: skip
+
+
 def name_problem(field: str, value: object) -> str | None:
     """Why ``value`` may not name a stream or table (None when it may)."""
-    if isinstance(value, str) and NAME.match(value):
-        return None
-    return (
-        f"{field}: {str(value)[:80]!r} is not a valid name; use lowercase letters, digits and "
-        "underscores, starting with a letter, at most 63 characters "
-        f"(e.g. {_suggest(value, lower=True)!r})."
+    rule = (
+        "lowercase letters, digits and underscores, starting with a letter, at most 63 characters"
     )
+    return _problem(field, value, NAME, "name", rule, lower=True)
 
 
 def column_problem(field: str, value: object) -> str | None:
     """Why ``value`` may not name a column that SQL refers to (None when it may)."""
-    if isinstance(value, str) and COLUMN.match(value):
-        return None
-    return (
-        f"{field}: {str(value)[:80]!r} is not a valid column name; use letters, digits and "
-        "underscores, starting with a letter or underscore, at most 128 characters "
-        f"(e.g. {_suggest(value, lower=False)!r})."
-    )
+    rule = ("letters, digits and underscores, starting with a letter or underscore, at most 128 "
+            "characters")  # fmt: skip
+    return _problem(field, value, COLUMN, "column name", rule, lower=False)
 
 
 def check_name(field: str, value: str) -> str:
