@@ -32,6 +32,12 @@ KAFKA_POSITION = [
     StructField("kafka_timestamp", TimestampType(), True),
 ]
 
+# Bronze keeps every field of a record that its source's schema does not declare, as a JSON object
+# (null when there is none): a producer that adds a field loses nothing before the declaration
+# catches up.
+RESCUED_COLUMN: Final = "_rescued_data"
+RESCUED = StructField(RESCUED_COLUMN, StringType(), True)
+
 QUARANTINE = StructType(
     [
         StructField("source", StringType(), True),

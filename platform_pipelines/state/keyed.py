@@ -16,10 +16,15 @@ from typing import Any, Protocol
 
 from platform_pipelines.core.times import from_ms, to_ms
 
-__all__ = ["Clock", "Event", "KeyedLogic", "SeedableLogic", "State", "Step", "from_ms", "to_ms"]
+__all__ = [
+    "Clock", "Event", "Key", "KeyedLogic", "SeedableLogic", "State", "Step", "from_ms", "to_ms",
+]  # fmt: skip
 
 State = dict[str, Any]
 Event = Mapping[str, Any]
+# A stream keyed by one column gives its value as text; a composite key (``key=("user_id",
+# "activity")``) gives the tuple of the columns' values, in the declared order.
+Key = Any
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,12 @@ class KeyedLogic(Protocol):
     """Per-key stateful logic in plain Python (flatMapGroupsWithState semantics)."""
 
     def on_events(
-        self, key: str, state: State | None, events: Sequence[Event], clock: Clock
+        self, key: Key, state: State | None, events: Sequence[Event], clock: Clock
     ) -> Step:
         """New events for ``key`` (sorted by event time); ``state`` is None for a new key."""
         ...
 
-    def on_timeout(self, key: str, state: State, clock: Clock) -> Step:
+    def on_timeout(self, key: Key, state: State, clock: Clock) -> Step:
         """The timer set by the last Step fired (the watermark or the wall clock passed it)."""
         ...
 
@@ -56,6 +61,6 @@ class KeyedLogic(Protocol):
 class SeedableLogic(KeyedLogic, Protocol):
     """Logic whose state can be seeded when a stream starts on a new checkpoint."""
 
-    def initial_state(self, key: str, row: Mapping[str, Any]) -> State | None:
+    def initial_state(self, key: Key, row: Mapping[str, Any]) -> State | None:
         """The state of ``key`` from a row of the stream's initial-state table."""
         ...

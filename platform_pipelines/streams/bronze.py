@@ -11,7 +11,9 @@ a good record and otherwise lists every rule it breaks:
 - an event time further ahead of the processing clock than ``max_future``;
 - a declared expectation that is false.
 
-JSON is parsed once into a Variant, so each field's JSON type is known exactly.
+JSON is parsed once into a Variant, so each field's JSON type is known exactly. Fields the schema
+does not declare are kept, with their JSON types, in ``_rescued_data`` (a JSON object; null when a
+record has none), as Auto Loader's rescued-data column does.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from platform_pipelines.core.units import duration
-from platform_pipelines.lakehouse.tables import KAFKA_POSITION
+from platform_pipelines.lakehouse.tables import KAFKA_POSITION, RESCUED_COLUMN
 from platform_pipelines.streams.declare import KafkaSource
 from platform_pipelines.streams.expressions import human_duration
 
@@ -77,8 +79,17 @@ def parse_records(kafka_rows: DataFrame, source: KafkaSource, now: datetime) -> 
     problems = _problems(source, now)
     return with_fields.select(
         "raw_value", "raw_bytes", "raw_size", *POSITION, *source.schema,
+        _rescued(source).alias(RESCUED_COLUMN),
         F.nullif(F.concat_ws("; ", *problems), F.lit("")).alias("reason"),
     )  # fmt: skip
+
+
+def _rescued(source: KafkaSource) -> Column:
+    """The record's undeclared fields as a JSON object (types kept), null when there are none."""
+    fields = F.try_variant_get("_v", "$", "map<string,variant>")  # null unless a JSON object
+    declared = F.array(*[F.lit(n) for n in source.schema])
+    undeclared = F.map_filter(fields, lambda k, _: ~F.array_contains(declared, k))
+    return F.when(F.size(undeclared) > 0, F.to_json(undeclared))
 
 
 def _path(name: str) -> str:

@@ -40,6 +40,7 @@ from platform_pipelines.lakehouse.tables import (
     LATE_TABLE,
     QUARANTINE,
     QUARANTINE_TABLE,
+    RESCUED,
 )
 from platform_pipelines.state.keyed import KeyedLogic
 from platform_pipelines.streams.schemas import struct_of
@@ -154,7 +155,8 @@ class InitialState:
 @dataclass(frozen=True)
 class IngestStream:
     """Bronze for a Kafka source: every record parsed and checked, good rows to ``source.table``
-    with their Kafka position, the rest to ``quarantine``. Declared by the platform for each
+    with their Kafka position and the fields the schema lacks (``_rescued_data``), the rest to
+    ``quarantine``. Declared by the platform for each
     ``KafkaSource`` a ``StatefulStream`` reads."""
 
     source: KafkaSource
@@ -181,7 +183,7 @@ class IngestStream:
 
     @property
     def outputs(self) -> dict[str, StructType]:
-        raw = StructType(list(self.source.fields.fields) + KAFKA_POSITION)
+        raw = StructType([*self.source.fields.fields, *KAFKA_POSITION, RESCUED])
         return {self.table: raw, QUARANTINE_TABLE: QUARANTINE}
 
     @property
@@ -202,7 +204,9 @@ class StatefulStream:
             Lowercase letters, digits and underscores, starting with a letter.
         description: shown on the asset and job in the Dagster UI.
         source: ``KafkaSource`` (read through its bronze table) or ``TableSource``.
-        key: the column whose values own separate state.
+        key: the column whose values own separate state, or a tuple of columns for a composite
+            key (``("user_id", "activity")``): grouping, state and the update-mode MERGE then use
+            every column, and the logic receives the key as a tuple of the column values.
         output_schema: ``{column: type}`` of the rows the stream emits (types: string, long, int,
             double, boolean, timestamp, array<string>).
         logic: plain-Python per-key logic (``platform_pipelines.state.keyed.KeyedLogic``).
@@ -229,7 +233,7 @@ class StatefulStream:
     name: str
     description: str
     source: KafkaSource | TableSource
-    key: str
+    key: str | tuple[str, ...]
     output_schema: FieldTypes
     logic: KeyedLogic | None = None
     transform: Callable[[DataFrame], DataFrame] | None = None
@@ -246,6 +250,13 @@ class StatefulStream:
     @property
     def table(self) -> str:
         return self.sink_table or self.name
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key columns: one for a plain key, several for a composite one."""
+        if isinstance(self.key, (tuple, list)):
+            return tuple(self.key)
+        return (self.key,)  # a name (a wrong type is refused by the validation with its fix)
 
     @property
     def source_table(self) -> str:

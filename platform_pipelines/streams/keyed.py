@@ -29,7 +29,7 @@ from pyspark.sql.streaming.stateful_processor import (
 from pyspark.sql.types import StringType, StructField, StructType
 
 from platform_pipelines.core.times import as_utc, json_default
-from platform_pipelines.state.keyed import Clock, KeyedLogic, State, Step
+from platform_pipelines.state.keyed import Clock, Key, KeyedLogic, State, Step
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 TimeMode = Literal["EventTime", "ProcessingTime", "None"]
@@ -74,8 +74,9 @@ class KeyedLogicProcessor(StatefulProcessor):
     """The transformWithState adapter: loads state, calls the logic, applies its ``Step``."""
 
     def __init__(self, logic: KeyedLogic, output: StructType, time_mode: TimeMode,
-                 event_time_column: str | None) -> None:  # fmt: skip
+                 event_time_column: str | None, composite: bool = False) -> None:  # fmt: skip
         self._logic = logic
+        self._composite = composite
         self._fields = output.fieldNames()
         self._time_mode = time_mode
         self._event_time = event_time_column
@@ -94,7 +95,7 @@ class KeyedLogicProcessor(StatefulProcessor):
             events.sort(key=lambda e: (e[column] is None, e[column]))
         stored = self._stored()
         state, _ = decode(stored)
-        step = self._logic.on_events(str(key[0]), state, events, self._clock(timerValues))
+        step = self._logic.on_events(self._key(key), state, events, self._clock(timerValues))
         return self._apply(step, stored)
 
     def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
@@ -103,16 +104,20 @@ class KeyedLogicProcessor(StatefulProcessor):
         state, _ = decode(stored)
         if state is None:
             return iter([])
-        step = self._logic.on_timeout(str(key[0]), state, self._clock(timerValues))
+        step = self._logic.on_timeout(self._key(key), state, self._clock(timerValues))
         return self._apply(step, stored, fired=expiredTimerInfo.getExpiryTimeInMs())
 
     def handleInitialState(self, key: Any, initialState: Row, timerValues: TimerValues) -> None:
-        seeded = self._logic.initial_state(str(key[0]), initialState.asDict())  # type: ignore[attr-defined]
+        seeded = self._logic.initial_state(self._key(key), initialState.asDict())  # type: ignore[attr-defined]
         if seeded is not None:
             self._state.update((encode(seeded, None),))
 
     def close(self) -> None:
         pass
+
+    def _key(self, key: Any) -> Key:
+        """What the logic sees: the value as text for one key column, a tuple for several."""
+        return tuple(key) if self._composite else str(key[0])
 
     def _clock(self, timers: TimerValues) -> Clock:
         watermark = timers.getCurrentWatermarkInMs() if self._time_mode == "EventTime" else None
@@ -150,7 +155,7 @@ class KeyedLogicProcessor(StatefulProcessor):
 
 def apply_keyed_logic(
     df: DataFrame,
-    key: str,
+    keys: tuple[str, ...],
     logic: KeyedLogic,
     output: StructType,
     output_mode: Literal["append", "update"],
@@ -158,10 +163,10 @@ def apply_keyed_logic(
     event_time_column: str | None = None,
     initial_state: DataFrame | None = None,
 ) -> DataFrame:
-    """``df`` grouped by ``key`` and run through ``logic`` with transformWithState."""
-    processor = KeyedLogicProcessor(logic, output, time_mode, event_time_column)
-    initial = initial_state.groupBy(key) if initial_state is not None else None
-    return df.groupBy(key).transformWithState(
+    """``df`` grouped by the ``keys`` columns and run through ``logic`` with transformWithState."""
+    processor = KeyedLogicProcessor(logic, output, time_mode, event_time_column, len(keys) > 1)
+    initial = initial_state.groupBy(*keys) if initial_state is not None else None
+    return df.groupBy(*keys).transformWithState(
         processor,
         output,
         outputMode=output_mode.capitalize(),

@@ -38,6 +38,7 @@ from platform_pipelines.lakehouse.tables import (
     LEDGER_TABLE,
     QUARANTINE,
     QUARANTINE_TABLE,
+    RESCUED_COLUMN,
 )
 from platform_pipelines.streams.bronze import POSITION, parse_records
 from platform_pipelines.streams.declare import KafkaSource, StatefulStream
@@ -102,7 +103,7 @@ class IngestWriter:
     def __init__(self, source: KafkaSource, target: Target) -> None:
         self._source = source
         self._target = target
-        self._good = [*source.schema, *POSITION]
+        self._good = [*source.schema, *POSITION, RESCUED_COLUMN]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         clock = batch_clock(self._target.checkpoint, batch_id)
@@ -170,7 +171,7 @@ class StageWriter:
         table, app = self._stream.table, self._target.app_id(self._stream.table)
         if self._stream.output_mode == "update":
             path = self._target.lakehouse.table(table)
-            upsert_exactly_once(output, path, self._stream.key, app, batch_id, clock.timestamp_ms)
+            upsert_exactly_once(output, path, self._stream.keys, app, batch_id, clock.timestamp_ms)
         else:
             self._target.append(output, table, app, batch_id, clock)
 

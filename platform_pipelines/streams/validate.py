@@ -78,7 +78,7 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
     tables already written by declared streams (``(stream, table)`` pairs)."""
     problems = [p for p in (name_problem("name", stream.name),
                             name_problem("sink_table", stream.table)) if p]  # fmt: skip
-    problems += _columns_problems("key", [stream.key])
+    problems += _key_problems(stream.key)
     problems += _columns_problems("output_schema", stream.output_schema)
     if stream.unique_key is not None:
         problems += _columns_problems("unique_key", [stream.unique_key])
@@ -95,9 +95,10 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
         problems.append(
             f"output_mode: {stream.output_mode!r} is not supported; use 'append' or 'update'."
         )
-    if stream.output_mode == "update" and stream.key not in stream.output_schema:
-        problems.append(f"output_schema: update mode upserts rows by the key {stream.key!r}; add "
-                        f"{stream.key!r} to output_schema.")  # fmt: skip
+    absent = [k for k in stream.keys if k not in stream.output_schema]
+    if stream.output_mode == "update" and absent:
+        problems.append(f"output_schema: update mode upserts rows by the key {_listed(stream.keys)}; "
+                        f"add {_listed(absent)} to output_schema.")  # fmt: skip
     problems += _time_problems(stream)
     if columns is not None:
         problems += _column_problems(stream, columns)
@@ -136,8 +137,8 @@ def _time_problems(stream: StatefulStream) -> list[str]:
 def _column_problems(stream: StatefulStream, columns: StructType) -> list[str]:
     names = columns.fieldNames()
     problems = []
-    if stream.key not in names:
-        problems.append(f"key: column {stream.key!r} is not in the source ({', '.join(names)}); "
+    for key in (k for k in stream.keys if k not in names):
+        problems.append(f"key: column {key!r} is not in the source ({', '.join(names)}); "
                         "use one of those columns.")  # fmt: skip
     needs_time = stream.watermark is not None or stream.timeout == "event_time"
     if needs_time and stream.event_time not in names:
@@ -147,3 +148,20 @@ def _column_problems(stream: StatefulStream, columns: StructType) -> list[str]:
         problems.append(f"event_time: column {stream.event_time!r} is not a timestamp; declare it "
                         "as 'timestamp' in the source schema.")  # fmt: skip
     return problems
+
+
+def _key_problems(key: object) -> list[str]:
+    """A key is a column name or a non-empty tuple of distinct column names."""
+    columns = (
+        [key] if isinstance(key, str) else list(key) if isinstance(key, (tuple, list)) else None
+    )
+    if not columns or not all(isinstance(c, str) for c in columns):
+        return [f"key: {key!r} is not a column name or a tuple of them; use key='user_id' or "
+                "key=('user_id', 'activity')."]  # fmt: skip
+    if len(set(columns)) != len(columns):
+        return [f"key: {key!r} names a column twice; name each key column once."]
+    return _columns_problems("key", columns)
+
+
+def _listed(columns: Sequence[str]) -> str:
+    return ", ".join(repr(c) for c in columns)

@@ -34,7 +34,24 @@ def test_an_unknown_key_column_is_refused_with_the_source_columns():
     assert problems_of(replace(EXAMPLE, key="user")) == [
         "output_schema: update mode upserts rows by the key 'user'; add 'user' to output_schema.",
         "key: column 'user' is not in the source (key, event_time, kafka_partition, kafka_offset, "
-        "kafka_timestamp); use one of those columns.",
+        "kafka_timestamp, _rescued_data); use one of those columns.",
+    ]
+
+
+def test_a_composite_key_must_name_source_columns_once_and_be_in_the_output_in_update_mode():
+    assert problems_of(replace(EXAMPLE, key=("key", "event_time"))) == [
+        "output_schema: update mode upserts rows by the key 'key', 'event_time'; add "
+        "'event_time' to output_schema."
+    ]
+    assert problems_of(replace(EXAMPLE, key=("key", "key"))) == [
+        "key: ('key', 'key') names a column twice; name each key column once."
+    ]
+    assert problems_of(replace(EXAMPLE, key=42)) == [  # type: ignore[arg-type]
+        "key: 42 is not a column name or a tuple of them; use key='user_id' or "
+        "key=('user_id', 'activity').",
+        "output_schema: update mode upserts rows by the key 42; add 42 to output_schema.",
+        "key: column 42 is not in the source (key, event_time, kafka_partition, kafka_offset, "
+        "kafka_timestamp, _rescued_data); use one of those columns.",
     ]
 
 
