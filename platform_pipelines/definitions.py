@@ -11,6 +11,7 @@ from platform_pipelines.defs.assets import all_specs
 from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
+from platform_pipelines.defs.reprocess import reprocess_definitions
 from platform_pipelines.defs.resources import (
     KafkaResource,
     LakehouseResource,
@@ -49,6 +50,7 @@ def build_definitions() -> dg.Definitions:
         streaming,
         health_definitions(streams, jobs, held, settings),
         engagement_definitions(),
+        reprocess_definitions(streams),
     )
 
 

@@ -64,3 +64,23 @@ def json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return to_ms(as_utc(value))
     raise TypeError(f"State values must be JSON-able; got {type(value).__name__}: {value!r}")
+
+
+def instant_ms(value: str) -> int:
+    """Epoch milliseconds of an ISO-8601 time a user typed, which must name its time zone.
+
+    >>> instant_ms("2026-11-23T10:00:00Z")
+    1795428000000
+    >>> instant_ms("2026-11-23T10:00")
+    Traceback (most recent call last):
+    ValueError: '2026-11-23T10:00' has no time zone; add one, e.g. 2026-11-23T10:00Z for UTC.
+    """
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an ISO 8601 time; write e.g. 2026-11-23T10:00:00Z."
+        ) from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{value!r} has no time zone; add one, e.g. {value}Z for UTC.")
+    return to_ms(moment)

@@ -30,12 +30,13 @@ from platform_pipelines.runtime.supervisor import StreamFailedError
 from platform_pipelines.runtime.watch import BrokerWatch
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.declare import Stream, asset_key
+from platform_pipelines.streams.evolution import DeclarationChanged
 from platform_pipelines.streams.query import StreamContext
 
 STREAM_TAG = "platform/stream"
 FAILURE_TAG = "platform/failure"  # on a run's failure metadata: what kind (see health.restart)
 _FAILURES = {CheckpointBusyError: "checkpoint_busy", CheckpointDamagedError: "checkpoint_damaged",
-             StreamFailedError: "stream_failed"}  # fmt: skip
+             StreamFailedError: "stream_failed", DeclarationChanged: "declaration_changed"}  # fmt: skip
 
 
 class ProgressLog:
@@ -122,7 +123,8 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
             _materialize(context, chosen, "stopped", log)
             _cancel(context, done)
             return
-        except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError) as error:
+        except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError,
+                DeclarationChanged) as error:  # fmt: skip
             kind = _FAILURES[type(error)]
             raise dg.Failure(description=str(error),
                              metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}) from None  # fmt: skip

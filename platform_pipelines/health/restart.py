@@ -21,6 +21,8 @@ PERMANENT_FAILURES = {
     "checkpoint_damaged": "the checkpoint is damaged; a relaunch would be refused until it is "
     "repaired or reset",
     "invalid_config": "the run's configuration is invalid; the same configuration fails again",
+    "declaration_changed": "a stream's key or columns changed since its checkpoint started; it "
+    "must be reprocessed (`platform reprocess <stream>`) before it can run again",
     "invalid_declaration": "a stream declaration is invalid; fix the declaration",
 }
 # Dagster error classes that mean the configuration itself is wrong.

@@ -70,18 +70,22 @@ PLAN_FILE = "_platform.json"
 
 @dataclass(frozen=True)
 class StartPlan:
-    """How a new checkpoint starts, written by ``platform stream reset-watermark``.
+    """How a new checkpoint starts, written by ``platform stream reset-watermark`` and
+    ``platform reprocess``.
 
     Attributes:
         starting_version: the first upstream Delta version the new checkpoint reads.
         guard_until_ms: until its batches' watermark passes this, the stream's writer drops
             output rows whose unique key its table already holds (a replay must not duplicate).
         replaces: the query id of the checkpoint it replaced.
+        starting_timestamp_ms: a bronze stream reads its Kafka topic from this time (0: from
+            the earliest offset).
     """
 
     starting_version: int
     guard_until_ms: int = 0
     replaces: str = ""
+    starting_timestamp_ms: int = 0
 
 
 def read_plan(checkpoint: Path) -> StartPlan | None:
@@ -91,13 +95,14 @@ def read_plan(checkpoint: Path) -> StartPlan | None:
     except (OSError, ValueError):
         return None
     return StartPlan(int(data["starting_version"]), int(data.get("guard_until_ms", 0)),
-                     str(data.get("replaces", "")))  # fmt: skip
+                     str(data.get("replaces", "")), int(data.get("starting_timestamp_ms", 0)))  # fmt: skip
 
 
 def write_plan(checkpoint: Path, plan: StartPlan) -> None:
     Path(checkpoint).mkdir(parents=True, exist_ok=True)
     text = json.dumps({"starting_version": plan.starting_version,
-                       "guard_until_ms": plan.guard_until_ms, "replaces": plan.replaces})  # fmt: skip
+                       "guard_until_ms": plan.guard_until_ms, "replaces": plan.replaces,
+                       "starting_timestamp_ms": plan.starting_timestamp_ms})  # fmt: skip
     (Path(checkpoint) / PLAN_FILE).write_text(text + "\n")
 
 

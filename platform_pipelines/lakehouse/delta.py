@@ -10,7 +10,7 @@ import fcntl
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 
 from platform_pipelines.core.names import check_name, quote_column
 from platform_pipelines.lakehouse.delta_log import last_written_batch
+from platform_pipelines.lakehouse.pointers import current_folder
 
 # MERGE takes the commit's user metadata from the session, not from a writer option.
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -36,12 +37,17 @@ class Lakehouse:
     root: Path
 
     def table(self, name: str) -> Path:
-        """``tables/<name>``; a name that could leave the folder is refused (``InvalidName``)."""
-        return self.root / "tables" / check_name("table", name)
+        """The folder of the table's current generation: ``tables/<name>``, or the one its
+        pointer names after a rebuild (``lakehouse.pointers``). A name that could leave the
+        folder is refused (``InvalidName``)."""
+        tables = self.root / "tables"
+        return tables / current_folder(tables, check_name("table", name))
 
     def checkpoint(self, name: str) -> Path:
-        """``checkpoints/<name>``; a name that could leave the folder is refused."""
-        return self.root / "checkpoints" / check_name("stream", name)
+        """``checkpoints/<name>``, or the folder its pointer names after a rebuild; a name that
+        could leave the folder is refused."""
+        checkpoints = self.root / "checkpoints"
+        return checkpoints / current_folder(checkpoints, check_name("stream", name))
 
     def ensure_table(self, spark: SparkSession, name: str, schema: StructType) -> Path:
         """Create an empty Delta table if there is none, so downstream streams can start first.
@@ -131,18 +137,19 @@ def append_exactly_once(df: DataFrame, path: Path, app_id: str, batch_id: int, p
     writer.save(str(path))
 
 
-def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_id: int,
-                        planned_ms: int) -> None:  # fmt: skip
-    """MERGE one micro-batch into a Delta table by ``key``; of several rows of one key in the
-    batch, the last one emitted wins (``df``'s partition order, which is emission order). A
-    replay of the same batch id writes nothing (as ``append_exactly_once``).
+def upsert_exactly_once(df: DataFrame, path: Path, keys: Sequence[str], app_id: str,
+                        batch_id: int, planned_ms: int) -> None:  # fmt: skip
+    """MERGE one micro-batch into a Delta table by the ``keys`` columns (null-safe: a null key
+    value matches a null); of several rows of one key in the batch, the last one emitted wins
+    (``df``'s partition order, which is emission order). A replay of the same batch id writes
+    nothing (as ``append_exactly_once``).
     """
     from delta.tables import DeltaTable
 
     if written_already(path, app_id, batch_id, planned_ms):
         return
     spark = df.sparkSession
-    order = Window.partitionBy(key).orderBy(F.desc("_emitted"))
+    order = Window.partitionBy(*keys).orderBy(F.desc("_emitted"))
     latest = (
         df.withColumn("_emitted", F.monotonically_increasing_id())
         .withColumn("_n", F.row_number().over(order))
@@ -154,10 +161,19 @@ def upsert_exactly_once(df: DataFrame, path: Path, key: str, app_id: str, batch_
         (
             DeltaTable.forPath(spark, str(path))
             .alias("t")
-            .merge(latest.alias("s"), f"t.{quote_column(key)} = s.{quote_column(key)}")
+            .merge(latest.alias("s"), merge_condition(keys))
             .whenMatchedUpdateAll()
             .whenNotMatchedInsertAll()
             .execute()
         )
     finally:
         spark.conf.unset(_USER_METADATA)
+
+
+def merge_condition(keys: Sequence[str]) -> str:
+    """The MERGE condition matching a target row to a source row on every key column.
+
+    >>> merge_condition(["user_id", "activity"])
+    't.`user_id` <=> s.`user_id` AND t.`activity` <=> s.`activity`'
+    """
+    return " AND ".join(f"t.{quote_column(k)} <=> s.{quote_column(k)}" for k in keys)

@@ -15,6 +15,9 @@ from pathlib import Path
 from types import TracebackType
 
 LOCK_FILE = ".platform.lock"
+# Written into a checkpoint that a rebuild replaced (``runtime.reprocess``): a run that found the
+# old folder before the switch is refused when it takes the lock, instead of running on it.
+RETIRED_FILE = "_retired"
 
 
 class CheckpointBusyError(RuntimeError):
@@ -72,9 +75,21 @@ def _lock(name: str, checkpoint: Path, owner: str) -> int:
             f"Stream {name!r} is already running: {who} holds its checkpoint {checkpoint}. Stop "
             "that run first; two queries on one checkpoint would corrupt it."
         ) from None
+    retired = checkpoint / RETIRED_FILE
+    if retired.exists():
+        os.close(fd)
+        raise CheckpointBusyError(
+            f"Stream {name!r} was not started: its checkpoint {checkpoint} was replaced "
+            f"({retired.read_text().strip()}). Start the run again: it uses the new checkpoint."
+        )
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps({"owner": owner, "pid": os.getpid()}).encode())
     return fd
+
+
+def retire(checkpoint: Path, why: str) -> None:
+    """Mark ``checkpoint`` as replaced (its lock must be held): no run can start on it again."""
+    (Path(checkpoint) / RETIRED_FILE).write_text(why + "\n")
 
 
 def locked_streams(checkpoints: Iterable[tuple[str, Path]]) -> list[str]:

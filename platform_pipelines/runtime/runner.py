@@ -29,6 +29,7 @@ from platform_pipelines.runtime.lock import CheckpointLocks
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.supervisor import ProgressCallback, Supervisor
 from platform_pipelines.streams.declare import Stream
+from platform_pipelines.streams.evolution import check_declaration
 from platform_pipelines.streams.query import StreamContext, build_query
 
 Mode = Literal["continuous", "catch_up"]
@@ -118,6 +119,8 @@ def run_streams(
     Raises:
         CheckpointBusyError: another run holds one of the streams.
         CheckpointDamagedError: a checkpoint is damaged (before its query starts).
+        DeclarationChanged: a stream's key or columns changed since its checkpoint started
+            (before any query starts).
         StreamFailedError: a query died.
         GracefulStop: ``stop`` was set and every query stopped cleanly.
     """
@@ -126,6 +129,9 @@ def run_streams(
     supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watch)
     checkpoints = {s.name: ctx.lakehouse.checkpoint(s.name) for s in streams} if lock else {}
     with CheckpointLocks(checkpoints, owner):
+        for stream in streams:
+            upstream = ctx.lakehouse.table(stream.upstream).name if stream.topic is None else None
+            check_declaration(ctx.lakehouse.checkpoint(stream.name), stream, upstream)
         if recorder:
             ctx.spark.streams.addListener(recorder)
         try:

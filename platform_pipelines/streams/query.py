@@ -46,8 +46,9 @@ class StreamContext:
     max_offsets_per_trigger: int | None = None
     on_batch: Callable[[str, int, BatchCounts], None] | None = None
 
-    def read_topic(self, topic: str) -> DataFrame:
-        """The topic as a stream of Kafka rows, from the earliest offset on a new checkpoint."""
+    def read_topic(self, topic: str, starting_timestamp_ms: int = 0) -> DataFrame:
+        """The topic as a stream of Kafka rows; a new checkpoint starts at the earliest offset,
+        or at the first record at or after ``starting_timestamp_ms``."""
         reader = (
             self.spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
@@ -56,6 +57,10 @@ class StreamContext:
             .option("startingOffsets", "earliest")
             .option("failOnDataLoss", "true")
         )
+        if starting_timestamp_ms:  # a partition with nothing that new starts at its end
+            reader = reader.option("startingTimestamp", str(starting_timestamp_ms)).option(
+                "startingOffsetsByTimestampStrategy", "latest"
+            )
         if self.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         return reader.load()
@@ -78,7 +83,9 @@ def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
     )
     if isinstance(stream, IngestStream):
         writer = IngestWriter(stream.source, target)
-        return ctx.read_topic(stream.source.topic).writeStream.foreachBatch(writer)
+        plan = read_plan(ctx.lakehouse.checkpoint(stream.name))
+        start_ms = plan.starting_timestamp_ms if plan else 0
+        return ctx.read_topic(stream.source.topic, start_ms).writeStream.foreachBatch(writer)
     assert isinstance(stream, StatefulStream)
     return _stateful_query(ctx, stream, target)
 
@@ -103,7 +110,7 @@ def _apply_logic(ctx: StreamContext, stream: StatefulStream, source: DataFrame) 
         return stream.transform(source)
     assert stream.logic is not None  # validated
     return apply_keyed_logic(
-        source, stream.key, stream.logic, stream.output, stream.output_mode,
+        source, stream.keys, stream.logic, stream.output, stream.output_mode,
         _TIME_MODES[stream.timeout],  # type: ignore[arg-type]
         event_time_column=stream.event_time if stream.event_time in source.columns else None,
         initial_state=_initial_state(ctx.spark, ctx.lakehouse, stream),
@@ -122,7 +129,7 @@ def _initial_state(
     if not (path / "_delta_log").exists():
         return None
     rows = spark.read.format("delta").load(str(path))
-    latest = Window.partitionBy(stream.key).orderBy(*[F.col(c).desc() for c in seed.latest_by])
+    latest = Window.partitionBy(*stream.keys).orderBy(*[F.col(c).desc() for c in seed.latest_by])
     return rows.withColumn("_n", F.row_number().over(latest)).where("_n = 1").drop("_n")
 
 
