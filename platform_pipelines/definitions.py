@@ -12,6 +12,7 @@ from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
 from platform_pipelines.defs.reprocess import reprocess_definitions
+from platform_pipelines.defs.savepoints import savepoint_definitions
 from platform_pipelines.defs.resources import (
     KafkaResource,
     LakehouseResource,
@@ -51,6 +52,7 @@ def build_definitions() -> dg.Definitions:
         health_definitions(streams, jobs, held, settings),
         engagement_definitions(),
         reprocess_definitions(streams),
+        savepoint_definitions(streams, settings),
     )
 
 

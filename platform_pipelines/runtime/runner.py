@@ -27,6 +27,7 @@ from platform_pipelines.lakehouse.tables import LEDGER, LEDGER_TABLE
 from platform_pipelines.runtime.interrupts import StopRequest
 from platform_pipelines.runtime.lock import CheckpointLocks
 from platform_pipelines.runtime.recorder import ProgressRecorder
+from platform_pipelines.runtime.savepoints import restore_pending
 from platform_pipelines.runtime.supervisor import ProgressCallback, Supervisor
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
@@ -132,6 +133,12 @@ def run_streams(
         for stream in streams:
             upstream = ctx.lakehouse.table(stream.upstream).name if stream.topic is None else None
             check_declaration(ctx.lakehouse.checkpoint(stream.name), stream, upstream)
+            if savepoint := restore_pending(ctx.lakehouse, stream.name):
+                raise CheckpointDamagedError(
+                    f"Stream {stream.name!r} was not started: a restore of its savepoint "
+                    f"{savepoint!r} was interrupted. Run `platform savepoint restore {stream.name} "
+                    f"--name {savepoint}` again first (it is safe to repeat)."
+                )
         if recorder:
             ctx.spark.streams.addListener(recorder)
         try:

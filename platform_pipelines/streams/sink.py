@@ -41,7 +41,7 @@ from platform_pipelines.lakehouse.tables import (
     RESCUED_COLUMN,
 )
 from platform_pipelines.streams.bronze import POSITION, parse_records
-from platform_pipelines.streams.declare import KafkaSource, StatefulStream
+from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
 from platform_pipelines.streams.expressions import human_duration
 
 
@@ -235,3 +235,17 @@ def _late_columns(stream: StatefulStream, limit: Column, columns: list[str], tar
         F.lit(batch_id).cast("long").alias("batch_id"),
         F.timestamp_millis(F.lit(clock.timestamp_ms)).alias("detected_at"),
     ]
+
+
+def writer_ids(stream: Stream, query_id: str) -> dict[str, str]:
+    """Every table ``stream`` writes, with the writer id its commits are tagged with (as the
+    writers below build them), own tables first: what a restore looks for in the logs."""
+    ledger = f"{LEDGER_TABLE}/{stream.name}/{query_id}"
+    if isinstance(stream, IngestStream):
+        app = f"{stream.table}/{query_id}"
+        return {stream.table: f"{app}/raw", QUARANTINE_TABLE: f"{app}/quarantine",
+                LEDGER_TABLE: ledger}  # fmt: skip
+    ids = {stream.table: f"{stream.table}/{query_id}"}
+    if LATE_TABLE in stream.outputs:
+        ids[LATE_TABLE] = f"{LATE_TABLE}/{query_id}/{stream.name}"
+    return {**ids, LEDGER_TABLE: ledger}

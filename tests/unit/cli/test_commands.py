@@ -4,14 +4,36 @@ from __future__ import annotations
 
 import socket
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from platform_pipelines.cli import main
 
-COMMANDS = [["setup"], ["demo"], ["kafka"], ["kafka", "start"], ["kafka", "stop"],
-            ["kafka", "status"], ["produce"], ["status"], ["ui"], ["stream"],
-            ["stream", "reset-watermark"], ["chaos"]]  # fmt: skip
+
+def every_command(group: click.Group, path: tuple[str, ...] = ()) -> list[list[str]]:
+    """Every command and subcommand of ``group``, as the words that call it."""
+    found = []
+    for name, command in group.commands.items():
+        found.append([*path, name])
+        if isinstance(command, click.Group):
+            found += every_command(command, (*path, name))
+    return found
+
+
+COMMANDS = every_command(main)
+
+
+def test_the_known_commands_are_all_there():
+    for command in (
+        ["kafka", "start"],
+        ["stream", "reset-watermark"],
+        ["reprocess"],
+        ["savepoint", "create"],
+        ["savepoint", "list"],
+        ["savepoint", "restore"],
+    ):
+        assert command in COMMANDS, command  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
