@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit ui lint audit format bench bench-quick chaos clean
+.PHONY: help setup system-deps demo test test-unit ui postgres lint audit format bench bench-quick chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,17 +23,24 @@ setup: $(INSTALLED) ## Create .venv, check Java 17+, resolve the JVM jars (once)
 demo: setup ## The main job: local Kafka, synthetic topics, every stream through Dagster, a summary
 	$(BIN)/platform demo
 
-system-deps: ## Install Chromium and Docker Compose for the tests (Debian packages) if missing
+system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL for the tests (Debian packages) if missing
 	@scripts/system-deps.sh
 
+# Two workers: most of a Spark, Kafka or Dagster test is waiting for a trigger, a tick or a run, so
+# two tests share 2 cores well (TEST_WORKERS=0 runs everything in one process).
+TEST_WORKERS ?= 2
+
 test: setup system-deps ## Everything the tests need, then the whole suite (unit, Kafka, Spark, Dagster, UI)
-	$(BIN)/pytest
+	$(BIN)/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 test-unit: $(INSTALLED) ## Only the fast tests that need no JVM
 	$(BIN)/pytest -m "not spark and not kafka and not dagster"
 
 ui: setup ## The Dagster UI (webserver + daemon) and the local Kafka broker
 	$(BIN)/platform ui
+
+postgres: $(INSTALLED) system-deps ## A local PostgreSQL for Dagster's storage (.local/postgres); then: eval "$$(.venv/bin/platform postgres env)"
+	$(BIN)/platform postgres start
 
 lint: $(INSTALLED) ## ruff lint + format check, mypy, then the dependency audit
 	$(BIN)/ruff check platform_pipelines tests benchmarks
