@@ -284,3 +284,13 @@ class StatefulStream:
     @property
     def processing_time_timers(self) -> bool:
         return self.timeout == "processing_time"
+
+    @property
+    def time_mode(self) -> str:
+        """The transformWithState time mode of plain-Python logic on a new checkpoint. A
+        watermark without a timeout still runs in event time: only then does Spark drop the rows
+        behind the watermark (which the platform keeps in ``late_events``) instead of handing
+        them to the logic too."""
+        if self.timeout == "processing_time":
+            return "ProcessingTime"
+        return "EventTime" if self.timeout == "event_time" or self.watermark else "None"

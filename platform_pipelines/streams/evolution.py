@@ -42,6 +42,7 @@ def declaration_of(stream: Stream, upstream: str | None = None) -> dict[str, Any
         "output": dict(stream.output_schema),
         "output_mode": stream.output_mode,
         "upstream": upstream,
+        "time_mode": stream.time_mode if stream.logic is not None else None,
     }
 
 
@@ -66,6 +67,9 @@ def incompatible_changes(started: dict[str, Any], now: dict[str, Any]) -> list[s
     if started.get("upstream") and now.get("upstream") and started["upstream"] != now["upstream"]:
         changes.append(f"upstream: the checkpoint reads the table generation {started['upstream']}"
                        f", which was rebuilt and replaced by {now['upstream']}")  # fmt: skip
+    if "time_mode" in started and started["time_mode"] != now.get("time_mode"):
+        changes.append(f"time_mode: {started['time_mode']} -> {now.get('time_mode')} (a timeout "
+                       "added or removed; Spark keeps a checkpoint's time mode)")  # fmt: skip
     if started["key"] != now["key"]:
         changes.append(f"key: {started['key']} -> {now['key']}")
     if started["output_mode"] != now["output_mode"]:
@@ -96,6 +100,8 @@ def check_declaration(checkpoint: Path, stream: Stream, upstream: str | None = N
         started = json.loads(path.read_text())
     except FileNotFoundError:
         started = None
+    if started is not None and "time_mode" not in started and now.get("time_mode"):
+        now["time_mode"] = _legacy_time_mode(stream)  # started before the mode was recorded
     if started is not None:
         changes = incompatible_changes(started, now)
         if changes:
@@ -110,3 +116,18 @@ def check_declaration(checkpoint: Path, stream: Stream, upstream: str | None = N
             return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+
+
+def _legacy_time_mode(stream: Stream) -> str:
+    """The time mode a checkpoint started before time modes were recorded runs in."""
+    timeout = getattr(stream, "timeout", None)
+    return {"event_time": "EventTime", "processing_time": "ProcessingTime"}.get(timeout or "", "None")
+
+
+def recorded_time_mode(checkpoint: Path) -> str | None:
+    """The time mode ``checkpoint`` runs its logic in (None: not recorded)."""
+    try:
+        mode = json.loads((Path(checkpoint) / DECLARATION_FILE).read_text()).get("time_mode")
+    except (OSError, ValueError):
+        return None
+    return str(mode) if mode else None

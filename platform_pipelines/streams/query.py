@@ -26,13 +26,13 @@ from platform_pipelines.kafka.security import kafka_security
 from platform_pipelines.lakehouse.checkpoints import read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
+from platform_pipelines.streams.evolution import recorded_time_mode
 from platform_pipelines.streams.keyed import apply_keyed_logic
 from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
 from platform_pipelines.streams.validate import DeclarationError
 from platform_pipelines.streams.watermark import with_watermark
 
 _UNLIMITED_FILES = 1_000_000_000
-_TIME_MODES = {"event_time": "EventTime", "processing_time": "ProcessingTime", None: "None"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,12 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
         source = with_watermark(source, stream.event_time, stream.watermark)
     result = _apply_logic(ctx, stream, source)
     _check_output(stream, result.schema)
-    writer = StageWriter(stream, target, ctx.lakehouse, plan)
+    mode = recorded_time_mode(ctx.lakehouse.checkpoint(stream.name)) or stream.time_mode
+    # Only an event-time operator (or a native one) drops the rows behind the watermark.
+    drops_late = stream.watermark is not None and (
+        stream.transform is not None or mode == "EventTime"
+    )
+    writer = StageWriter(stream, target, ctx.lakehouse, plan, drops_late)
     return (
         result.select(*stream.output.fieldNames())
         .writeStream.outputMode(stream.output_mode)
@@ -111,7 +116,7 @@ def _apply_logic(ctx: StreamContext, stream: StatefulStream, source: DataFrame) 
     assert stream.logic is not None  # validated
     return apply_keyed_logic(
         source, stream.keys, stream.logic, stream.output, stream.output_mode,
-        _TIME_MODES[stream.timeout],  # type: ignore[arg-type]
+        recorded_time_mode(ctx.lakehouse.checkpoint(stream.name)) or stream.time_mode,  # type: ignore[arg-type]
         event_time_column=stream.event_time if stream.event_time in source.columns else None,
         initial_state=_initial_state(ctx.spark, ctx.lakehouse, stream),
     )  # fmt: skip

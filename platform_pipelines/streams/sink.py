@@ -135,8 +135,9 @@ class StageWriter:
     """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
 
     def __init__(self, stream: StatefulStream, target: Target, upstream: Lakehouse,
-                 plan: StartPlan | None = None) -> None:  # fmt: skip
+                 plan: StartPlan | None = None, drops_late: bool = True) -> None:  # fmt: skip
         self._stream = stream
+        self._drops_late = drops_late  # does the operator drop rows behind the watermark?
         self._target = target
         self._upstream = upstream.table(stream.source_table)
         self._first_version = plan.starting_version if plan else 0
@@ -203,7 +204,7 @@ class StageWriter:
 
     def _late_candidates(self, files: list[AddedFile], clock: BatchClock) -> list[AddedFile]:
         """The files that may hold a row at or before the watermark (by their statistics)."""
-        if self._stream.watermark is None:
+        if self._stream.watermark is None or not self._drops_late:
             return []
         limit_s = clock.late_until_ms / 1000
         column = self._stream.event_time

@@ -95,3 +95,23 @@ def test_a_retired_checkpoint_cannot_be_locked_again(tmp_path):
         retire(old, "rebuilt by platform reprocess as events@r1")
     with pytest.raises(CheckpointBusyError, match="was replaced \\(rebuilt by platform reprocess"):
         CheckpointLocks({"events": old}).__enter__()
+
+
+def test_a_checkpoint_keeps_the_time_mode_it_started_with(tmp_path):
+    from platform_pipelines.streams.evolution import recorded_time_mode
+    from user_streams.running_count import STREAMS
+
+    counts = STREAMS[0]  # a watermark and no timeout: event time on a new checkpoint
+    check_declaration(tmp_path / "new", counts, upstream="key_events_raw")
+    assert recorded_time_mode(tmp_path / "new") == "EventTime"
+    legacy = tmp_path / "legacy"  # started before time modes were recorded: it ran without one
+    legacy.mkdir()
+    old = {"kind": "stateful", "key": ["key"], "output": dict(counts.output_schema),
+           "output_mode": "update", "upstream": "key_events_raw"}  # fmt: skip
+    (legacy / DECLARATION_FILE).write_text(json.dumps(old))
+    check_declaration(legacy, counts, upstream="key_events_raw")
+    assert recorded_time_mode(legacy) == "None"
+    from dataclasses import replace
+
+    with pytest.raises(DeclarationChanged, match="time_mode: None -> ProcessingTime"):
+        check_declaration(legacy, replace(counts, timeout="processing_time"), "key_events_raw")
