@@ -12,12 +12,12 @@ from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
 from platform_pipelines.defs.reprocess import reprocess_definitions
-from platform_pipelines.defs.savepoints import savepoint_definitions
 from platform_pipelines.defs.resources import (
     KafkaResource,
     LakehouseResource,
     SparkStreamingResource,
 )
+from platform_pipelines.defs.savepoints import savepoint_definitions
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.catalog import load_registry

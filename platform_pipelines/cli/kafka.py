@@ -8,6 +8,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from platform_pipelines.cli.kafka_cluster import cluster
 from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.units import count
 from platform_pipelines.settings import PlatformSettings, get_settings
@@ -38,9 +39,10 @@ def ensure_broker(settings: PlatformSettings) -> tuple[str, bool]:
         return LocalKafkaBroker(settings.broker_dir).start(), True
 
 
-@click.group(short_help="The local single-node Kafka broker: start, stop, status.")
+@click.group(short_help="The local Kafka broker: start, stop, status; or a 3-node cluster.")
 def kafka() -> None:
-    """The local single-node Kafka broker (data under .local/kafka)."""
+    """The local single-node Kafka broker (data under .local/kafka), and `kafka cluster`: three
+    replicated KRaft nodes on loopback."""
 
 
 @kafka.command("start", short_help="Start the local broker in the background.")
@@ -239,3 +241,6 @@ def produce_cmd(topic: str | None, **kw: Any) -> None:
     summary = produce_with_progress(cfg, bootstrap, topic or settings.clickstream_topic)
     print_counts(f"Produced to {topic or settings.clickstream_topic} at {bootstrap}",
                  summary.counts, f"{summary.rate_per_sec:,.0f} records/s")  # fmt: skip
+
+
+kafka.add_command(cluster)

@@ -95,12 +95,14 @@ def create_topics(
     bootstrap: str,
     topics: Mapping[str, int],
     *,
-    replication_factor: int = 1,
+    replication_factor: int = -1,
     configs: Mapping[str, str] | None = None,
     timeout_s: float = 30.0,
     security: KafkaSecurity | None = None,
 ) -> list[str]:
     """Create ``{name: partitions}``; existing topics are left alone. Returns the names created.
+    ``replication_factor=-1``: the brokers' ``default.replication.factor`` (1 on the local broker,
+    3 on the local cluster).
 
     Returns once every topic has a leader for each partition, so a producer can write at once.
     """

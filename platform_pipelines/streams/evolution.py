@@ -121,7 +121,9 @@ def check_declaration(checkpoint: Path, stream: Stream, upstream: str | None = N
 def _legacy_time_mode(stream: Stream) -> str:
     """The time mode a checkpoint started before time modes were recorded runs in."""
     timeout = getattr(stream, "timeout", None)
-    return {"event_time": "EventTime", "processing_time": "ProcessingTime"}.get(timeout or "", "None")
+    return {"event_time": "EventTime", "processing_time": "ProcessingTime"}.get(
+        timeout or "", "None"
+    )
 
 
 def recorded_time_mode(checkpoint: Path) -> str | None:
