@@ -56,11 +56,6 @@ class StreamContext:
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("failOnDataLoss", "true")
-            # When a partition leader dies, Spark's offset lookups wait for the dead node until
-            # this timeout (Kafka's default: 60 s); measured from kill to caught up: 64 s with
-            # the defaults, 19 s with these (tests/kafka/test_kafka_cluster.py).
-            .option("kafka.default.api.timeout.ms", "15000")
-            .option("kafka.request.timeout.ms", "10000")
         )
         if starting_timestamp_ms:  # a partition with nothing that new starts at its end
             reader = reader.option("startingTimestamp", str(starting_timestamp_ms)).option(
