@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit ui postgres lint audit format bench bench-quick chaos clean
+.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster lint audit format bench bench-quick chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,14 +31,20 @@ system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL 
 # whole suite has passed on a clean machine.
 TEST_WORKERS ?= 0
 
-test: setup system-deps ## Everything the tests need, then the whole suite (unit, Kafka, Spark, Dagster, UI)
-	$(BIN)/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+test: setup system-deps ## Everything the tests need, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
+	$(BIN)/pytest -m "not cluster" $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+
+test-cluster: setup ## Only the tests on a real Spark standalone cluster (~3+ min; not part of make test yet)
+	$(BIN)/pytest -m cluster
 
 test-unit: $(INSTALLED) ## Only the fast tests that need no JVM
 	$(BIN)/pytest -m "not spark and not kafka and not dagster"
 
 ui: setup ## The Dagster UI (webserver + daemon) and the local Kafka broker
 	$(BIN)/platform ui
+
+cluster: setup ## A local Spark standalone cluster (master + 2 workers on 127.0.0.1); prints the PLATFORM_SPARK_MASTER to export
+	$(BIN)/platform cluster start
 
 postgres: $(INSTALLED) system-deps ## A local PostgreSQL for Dagster's storage (.local/postgres); then: eval "$$(.venv/bin/platform postgres env)"
 	$(BIN)/platform postgres start

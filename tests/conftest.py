@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.dagster",
     "tests.fixtures.postgres",
+    "tests.fixtures.cluster",
 ]
 SHARED_UI_GROUP = "dagster_ui"
 

@@ -7,6 +7,7 @@ Each command lives in its own module; this one assembles the command group.
 from __future__ import annotations
 
 from platform_pipelines.cli.chaos import chaos
+from platform_pipelines.cli.cluster import cluster
 from platform_pipelines.cli.demo import demo, setup
 from platform_pipelines.cli.kafka import kafka, produce_cmd
 from platform_pipelines.cli.main import main
@@ -17,7 +18,7 @@ from platform_pipelines.cli.status import status
 from platform_pipelines.cli.stream import stream
 from platform_pipelines.cli.ui import dagster_dev_command, ui
 
-for command in (setup, demo, kafka, produce_cmd, status, ui, stream, reprocess, savepoint,
+for command in (setup, demo, kafka, cluster, produce_cmd, status, ui, stream, reprocess, savepoint,
                 postgres, chaos):  # fmt: skip
     main.add_command(command)
 

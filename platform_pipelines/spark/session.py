@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import socket
 import sys
+import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +30,9 @@ class SparkOptions:
 
     Attributes:
         master: ``local[*]`` runs Spark in this process's JVM; any Spark master URL
-            (``spark://host:7077``, ``yarn``, ``k8s://...``) runs on a cluster.
+            (``spark://host:7077``, ``yarn``, ``k8s://...``) runs on a cluster: the driver
+            then ships the jars (``spark.jars``) and a zip of the platform's code and the stream
+            modules' packages (``ship_code``) to the executors.
         app_name: shown in the Spark UI and in the cluster's application list.
         state_partitions: ``spark.sql.shuffle.partitions``. It is frozen into every checkpoint
             when the checkpoint is created: Spark restores that count on restart, so a new value
@@ -105,18 +111,79 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
     return conf
 
 
+def is_local(master: str) -> bool:
+    """Whether ``master`` runs every task in the driver's JVM (``local``, ``local[N]``).
+
+    >>> is_local("local[2]"), is_local("spark://127.0.0.1:7077"), is_local("local-cluster[2,1,1024]")
+    (True, False, False)
+    """
+    return master == "local" or master.startswith("local[")
+
+
 def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
-    """Start (or join) the SparkSession for ``options``; resolves the JVM jars on first use."""
+    """Start (or join) the SparkSession for ``options``; resolves the JVM jars on first use.
+
+    On a cluster master the platform's code goes to the executors with the session
+    (``ship_code``); the jars go with ``spark.jars``, served by the driver.
+    """
     options = options or SparkOptions()
     require_java()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    conf = spark_conf(options, ensure_jars("spark"))
+    # pyspark takes the workers' Python from this variable, not from spark.pyspark.python.
+    os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # The Spark UI binds to SPARK_LOCAL_IP, else every interface (spark.driver.bindAddress does
     # not reach it); the JVM inherits this environment when it starts.
     os.environ["SPARK_LOCAL_IP"] = options.bind_address
     builder = SparkSession.builder
-    for key, value in spark_conf(options, ensure_jars("spark")).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(get_settings().spark_log_level)
+    settings = get_settings()
+    spark.sparkContext.setLogLevel(settings.spark_log_level)
+    if not is_local(options.master):
+        modules = [m.strip() for m in settings.stream_modules.split(",") if m.strip()]
+        ship_code(spark, settings.local_dir / "spark" / "pyfiles", ["platform_pipelines", *modules])
     return spark
+
+
+def ship_code(spark: SparkSession, folder: Path, modules: Iterable[str]) -> Path:
+    """Send the top-level packages of ``modules`` to every executor's Python workers, as one zip
+    (``SparkContext.addPyFile``): the workers need only Python, pyspark and the project's
+    dependencies, never the project itself, and always run the driver's version of it."""
+    archive = code_archive(folder, {m.split(".")[0] for m in modules})
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
+
+
+def code_archive(folder: Path, packages: Iterable[str]) -> Path:
+    """A zip of the packages' source files in ``folder``, named by its content (so concurrent
+    drivers share one file and a changed source makes a new one)."""
+    files: dict[str, bytes] = {}
+    for name in sorted(packages):
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            raise ModuleNotFoundError(
+                f"Cannot ship {name!r} to the executors: Python cannot import it here. Check "
+                "PLATFORM_STREAM_MODULES (their packages go to the executors with the platform)."
+            )
+        if spec.submodule_search_locations is None:  # a single-module top level
+            assert spec.origin is not None
+            files[Path(spec.origin).name] = Path(spec.origin).read_bytes()
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(root.rglob("*.py")):
+            files[str(path.relative_to(root.parent))] = path.read_bytes()
+    digest = hashlib.sha256()
+    for arcname, data in files.items():
+        digest.update(arcname.encode() + b"\0" + data)
+    archive = folder / f"code-{digest.hexdigest()[:16]}.zip"
+    if not archive.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(partial, "w") as zf:
+            for arcname, data in files.items():
+                info = zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0))
+                zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+        partial.replace(archive)
+    return archive
