@@ -11,6 +11,7 @@ from platform_pipelines.defs.assets import all_specs
 from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
+from platform_pipelines.defs.maintenance import maintenance_definitions
 from platform_pipelines.defs.reprocess import reprocess_definitions
 from platform_pipelines.defs.resources import (
     KafkaResource,
@@ -53,6 +54,7 @@ def build_definitions() -> dg.Definitions:
         engagement_definitions(),
         reprocess_definitions(streams),
         savepoint_definitions(streams, settings),
+        maintenance_definitions(streams, settings),
     )
 
 

@@ -98,7 +98,7 @@ def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_sched
     assert "sessions_valid" in checks["user_sessions"]
     assert "alerts_well_formed" in checks["security_alerts"]
     sensors = {s.name: s for s in defs.sensors or []}
-    assert set(sensors) == {"stream_health_sensor", "stream_auto_restart"}
+    assert set(sensors) == {"stream_health_sensor", "stream_auto_restart", "table_files_sensor"}
     assert all(s.description for s in sensors.values())
     assert sensors["stream_health_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
     (schedule,) = [s for s in defs.schedules or [] if s.name == "stream_health_check_schedule"]
