@@ -51,6 +51,8 @@ class PlatformSettings(BaseSettings):
     health_sensor_interval_seconds: int = 30
     health_check_cron: str = "*/15 * * * *"
     health_schedule_running: bool = True
+    # The daily table_maintenance schedules (defs/maintenance.py) start running unless set false.
+    maintenance_schedule_running: bool = True
     restart_max_attempts: int = 5
     restart_base_delay_seconds: float = 30.0
     restart_max_delay_seconds: float = 600.0

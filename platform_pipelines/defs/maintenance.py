@@ -12,9 +12,7 @@ schedule, and on every table a ``files_healthy`` check read from its Delta log (
   hourly; the ``table_files_checks`` asset checks give the same result on demand.
 - ``table_maintenance_<layer>_schedule``: daily, 03:00 UTC for bronze, 20 minutes apart for the
   next layers (one maintenance JVM at a time). Running by default, so tables get compacted
-  without anyone remembering to; ``PLATFORM_MAINTENANCE_SCHEDULE_RUNNING=false`` stops them
-  (until that setting exists, ``PLATFORM_HEALTH_SCHEDULE_RUNNING`` decides, as for the deep
-  health checks).
+  without anyone remembering to; ``PLATFORM_MAINTENANCE_SCHEDULE_RUNNING=false`` stops them.
 """
 
 import json
@@ -165,7 +163,7 @@ def maintenance_definitions(streams: Iterable[Stream], settings: PlatformSetting
     streams = list(streams)
     lake, layers = Lakehouse(settings.lakehouse_dir), table_layers(streams)
     assets = {table for stream in streams for table in stream.outputs}
-    running = getattr(settings, "maintenance_schedule_running", settings.health_schedule_running)
+    running = settings.maintenance_schedule_running
     jobs, schedules = [], []
     for i, (layer, tables) in enumerate(_grouped(layers).items()):
         job = make_maintenance_job(layer, tables, streams, assets)

@@ -31,7 +31,7 @@ def definitions(*more: dg.Definitions) -> dg.Definitions:
 
 
 def test_a_job_per_layer_on_a_daily_schedule_and_a_files_check_on_every_table(monkeypatch):
-    monkeypatch.setenv("PLATFORM_HEALTH_SCHEDULE_RUNNING", "false")
+    monkeypatch.setenv("PLATFORM_MAINTENANCE_SCHEDULE_RUNNING", "false")
     defs = definitions()
 
     jobs = {job.name for job in defs.resolve_all_job_defs() if job.name != "__ASSET_JOB"}
