@@ -19,6 +19,7 @@ from platform_pipelines.defs.resources import (
     SparkStreamingResource,
 )
 from platform_pipelines.defs.savepoints import savepoint_definitions
+from platform_pipelines.defs.state import state_definitions
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.catalog import load_registry
@@ -55,6 +56,7 @@ def build_definitions() -> dg.Definitions:
         reprocess_definitions(streams),
         savepoint_definitions(streams, settings),
         maintenance_definitions(streams, settings),
+        state_definitions(streams, settings),
     )
 
 

@@ -15,11 +15,12 @@ from platform_pipelines.cli.maintenance import table
 from platform_pipelines.cli.postgres import postgres
 from platform_pipelines.cli.reprocess import reprocess
 from platform_pipelines.cli.savepoint import savepoint
+from platform_pipelines.cli.state import state
 from platform_pipelines.cli.status import status
 from platform_pipelines.cli.stream import stream
 from platform_pipelines.cli.ui import dagster_dev_command, ui
 
-for command in (setup, demo, kafka, cluster, produce_cmd, table, status, ui, stream, reprocess, savepoint,
+for command in (setup, demo, kafka, cluster, produce_cmd, table, status, ui, stream, reprocess, savepoint, state,
                 postgres, chaos):  # fmt: skip
     main.add_command(command)
 

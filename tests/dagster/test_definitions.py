@@ -58,6 +58,13 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
         "service_status": ["service_heartbeats_raw"],
         "key_events_raw": ["key_events"],
         "key_counts": ["key_events_raw"],
+        "state_snapshots": [
+            "events",
+            "key_counts",
+            "security_alerts",
+            "service_status",
+            "user_sessions",
+        ],
         "late_events": ["clickstream_raw", "events", "key_events_raw"],
     }
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
