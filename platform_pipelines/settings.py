@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
+from typing import Any, cast
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from upath import UPath
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +25,8 @@ class PlatformSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True, populate_by_name=True)
 
     local_dir: Path = REPO_ROOT / ".local"
-    lakehouse_dir_override: Path | None = Field(default=None, alias="PLATFORM_LAKEHOUSE_DIR")
+    # A folder, or an S3 location (``s3a://bucket/prefix``: see the ``s3_*`` settings).
+    lakehouse_dir_override: str | None = Field(default=None, alias="PLATFORM_LAKEHOUSE_DIR")
     jars_dir_override: Path | None = Field(default=None, alias="PLATFORM_JARS_DIR")
     kafka_bootstrap_servers: str | None = None
     spark_master: str = "local[*]"
@@ -57,11 +60,55 @@ class PlatformSettings(BaseSettings):
     restart_base_delay_seconds: float = 30.0
     restart_max_delay_seconds: float = 600.0
     freshness_max_age_seconds: float = 3600.0
+    # A PostgreSQL database (``postgresql://user:password@host:port/db``, usually the Dagster
+    # instance's) that holds the stream locks when processes on several machines share the
+    # checkpoints; unset, a checkpoint is locked with a file lock on this machine.
+    lock_database_url: SecretStr | None = None
+    # An S3 API for an ``s3a://`` lakehouse: AWS itself when no endpoint is given, any
+    # S3-compatible server otherwise. Without keys, the default AWS credential chain (environment,
+    # profile, instance role) is used, by Spark and by the platform's own reads alike.
+    s3_endpoint: str | None = None
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+    # Most S3-compatible servers (MinIO, moto, Ceph) want ``http://host/bucket/key`` addressing.
+    s3_path_style_access: bool = False
 
     @cached_property
     def lakehouse_dir(self) -> Path:
-        """Every Delta table and checkpoint (PLATFORM_LAKEHOUSE_DIR, else .local/lakehouse)."""
-        return self.lakehouse_dir_override or self.local_dir / "lakehouse"
+        """Every Delta table and checkpoint (PLATFORM_LAKEHOUSE_DIR, else .local/lakehouse).
+
+        An ``s3a://`` location is a ``upath.UPath``: it has ``Path``'s API (``/``, ``read_text``,
+        ``glob``...) over the S3 API, so the platform's own reads of logs and checkpoints work
+        the same on both; Spark gets ``str(path)``, the same ``s3a://`` URI.
+        """
+        where = self.lakehouse_dir_override
+        if where is None:
+            return self.local_dir / "lakehouse"
+        if not is_uri(where):
+            return Path(where)
+        if not where.startswith("s3a://"):
+            raise ValueError(
+                f"PLATFORM_LAKEHOUSE_DIR={where!r}: only local folders and s3a:// locations are "
+                "supported. Use s3a://<bucket>/<prefix> for S3 or an S3-compatible server."
+            )
+        return cast(Path, UPath(where, **self.s3_storage_options()))
+
+    def s3_storage_options(self) -> dict[str, Any]:
+        """fsspec's S3 options for the ``s3_*`` settings. Listings are never cached: the
+        exactly-once writers look for their last commit in a Delta log others append to."""
+        options: dict[str, Any] = {
+            "use_listings_cache": False,
+            "client_kwargs": {"region_name": self.s3_region},
+        }
+        if self.s3_endpoint:
+            options["endpoint_url"] = self.s3_endpoint
+        if self.s3_access_key_id and self.s3_secret_access_key:
+            options["key"] = self.s3_access_key_id
+            options["secret"] = self.s3_secret_access_key.get_secret_value()
+        if self.s3_path_style_access:
+            options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+        return options
 
     @property
     def jars_dir(self) -> Path:
@@ -85,6 +132,15 @@ class PlatformSettings(BaseSettings):
         if state.exists():
             return str(json.loads(state.read_text())["bootstrap_servers"])
         return "localhost:9092"
+
+
+def is_uri(location: object) -> bool:
+    """Whether ``location`` names an object store rather than a local folder.
+
+    >>> is_uri("s3a://bucket/lake"), is_uri("/data/lake"), is_uri(Path("relative"))
+    (True, False, False)
+    """
+    return "://" in str(location)
 
 
 def get_settings() -> PlatformSettings:

@@ -10,6 +10,7 @@ pytest_plugins = [
     "tests.fixtures.dagster",
     "tests.fixtures.postgres",
     "tests.fixtures.cluster",
+    "tests.fixtures.s3",
 ]
 SHARED_UI_GROUP = "dagster_ui"
 

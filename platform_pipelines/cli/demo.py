@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ from platform_pipelines.cli.kafka import (
     producer_options,
 )
 from platform_pipelines.cli.main import console, friendly_errors
+from platform_pipelines.core.storage import remove_tree
 from platform_pipelines.core.units import count, duration
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
@@ -93,7 +93,7 @@ def _reset_local_state() -> None:
             "Stop it with `platform kafka stop`, or keep the current state with --no-fresh."
         )
     for folder in (settings.broker_dir, settings.lakehouse_dir, settings.progress_dir):
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
 
 
 def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:

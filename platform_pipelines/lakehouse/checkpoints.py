@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from platform_pipelines.core.storage import location
+
 
 @dataclass(frozen=True)
 class BatchClock:
@@ -38,7 +40,7 @@ class BatchClock:
 def offsets_metadata(checkpoint: Path, batch_id: int) -> dict[str, Any] | None:
     """The metadata line of ``offsets/<batch_id>``; None when the file is absent or unreadable."""
     try:
-        lines = (Path(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
+        lines = (location(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
         return dict(json.loads(lines[1]))
     except (OSError, IndexError, ValueError):
         return None
@@ -91,7 +93,7 @@ class StartPlan:
 def read_plan(checkpoint: Path) -> StartPlan | None:
     """The start plan of ``checkpoint``; None for a checkpoint that starts from the beginning."""
     try:
-        data = json.loads((Path(checkpoint) / PLAN_FILE).read_text())
+        data = json.loads((location(checkpoint) / PLAN_FILE).read_text())
     except (OSError, ValueError):
         return None
     return StartPlan(int(data["starting_version"]), int(data.get("guard_until_ms", 0)),
@@ -99,16 +101,16 @@ def read_plan(checkpoint: Path) -> StartPlan | None:
 
 
 def write_plan(checkpoint: Path, plan: StartPlan) -> None:
-    Path(checkpoint).mkdir(parents=True, exist_ok=True)
+    location(checkpoint).mkdir(parents=True, exist_ok=True)
     text = json.dumps({"starting_version": plan.starting_version,
                        "guard_until_ms": plan.guard_until_ms, "replaces": plan.replaces,
                        "starting_timestamp_ms": plan.starting_timestamp_ms})  # fmt: skip
-    (Path(checkpoint) / PLAN_FILE).write_text(text + "\n")
+    (location(checkpoint) / PLAN_FILE).write_text(text + "\n")
 
 
 def batch_ids(checkpoint: Path, log: str = "offsets") -> list[int]:
     """The batch ids of a checkpoint's ``offsets`` (or ``commits``) log, oldest first."""
-    folder = Path(checkpoint) / log
+    folder = location(checkpoint) / log
     if not folder.is_dir():
         return []
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
@@ -117,6 +119,6 @@ def batch_ids(checkpoint: Path, log: str = "offsets") -> list[int]:
 def query_id_of(checkpoint: Path) -> str:
     """The query id in a checkpoint's ``metadata`` (empty when it has none yet)."""
     try:
-        return str(json.loads((Path(checkpoint) / "metadata").read_text().splitlines()[0])["id"])
+        return str(json.loads((location(checkpoint) / "metadata").read_text().splitlines()[0])["id"])
     except (OSError, ValueError, IndexError, KeyError):
         return ""

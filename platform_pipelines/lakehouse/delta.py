@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from platform_pipelines.core.names import check_name, quote_column
+from platform_pipelines.core.storage import on_object_store, remove_tree
 from platform_pipelines.lakehouse.delta_log import last_written_batch
 from platform_pipelines.lakehouse.pointers import current_folder
 
@@ -56,15 +56,18 @@ class Lakehouse:
         during its first start leaves behind (data files or ``_delta_log/_staged_commits`` but no
         commit): nothing in it was ever committed, so it is removed and the table created anew.
         Creation holds a lock, so two processes creating a shared table never see each other's
-        half-made folder.
+        half-made folder. On an object store there is no such lock: nothing is removed there
+        (leftover files of a killed first start stay unreferenced until VACUUM), and tables are
+        created by one process at a time by running streams in one driver (README "Object
+        storage").
         """
         path = self.table(name)
         if has_commit(path):
             return path
         with self._creating():
             if not has_commit(path):
-                if path.exists():
-                    shutil.rmtree(path)
+                if path.exists() and not on_object_store(path):
+                    remove_tree(path)
                 spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(
                     str(path)
                 )
@@ -72,6 +75,9 @@ class Lakehouse:
 
     @contextmanager
     def _creating(self) -> Iterator[None]:
+        if on_object_store(self.root):
+            yield
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         with (self.root / ".create.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)

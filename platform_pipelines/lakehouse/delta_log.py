@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from platform_pipelines.core.storage import location
 from platform_pipelines.core.times import parse_iso
 
 
@@ -54,7 +55,7 @@ class AddedFile:
 
 
 def commit_file(table: Path, version: int) -> Path:
-    return Path(table) / "_delta_log" / f"{version:020d}.json"
+    return location(table) / "_delta_log" / f"{version:020d}.json"
 
 
 def added_files(table: Path, start: int, end: int) -> list[AddedFile]:
@@ -76,7 +77,7 @@ def delta_source_offset(checkpoint: Path, batch_id: int) -> dict[str, Any] | Non
     """The (single) Delta source's end offset recorded for ``batch_id``; None when the batch has
     no offsets file or no Delta source."""
     try:
-        lines = (Path(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
+        lines = (location(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
     except OSError:
         return None
     for line in lines[2:]:
@@ -159,7 +160,7 @@ def _batch_of(lines: list[str], app_id: str) -> tuple[int | None, int | None]:
 
 def latest_version(table: Path) -> int | None:
     """The newest committed version of ``table``; None when it has no commit."""
-    log = Path(table) / "_delta_log"
+    log = location(table) / "_delta_log"
     if not log.is_dir():
         return None
     versions = [int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit()]
@@ -185,7 +186,7 @@ def committed_version(checkpoint: Path) -> int | None:
     """The upstream version a stream's checkpoint will read next: the Delta source offset of its
     newest committed batch (None before the first commit or without a Delta source)."""
     commits = [
-        int(p.name) for p in (Path(checkpoint) / "commits").glob("[0-9]*") if p.name.isdigit()
+        int(p.name) for p in (location(checkpoint) / "commits").glob("[0-9]*") if p.name.isdigit()
     ]
     if not commits:
         return None

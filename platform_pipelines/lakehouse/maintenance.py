@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
+from platform_pipelines.core.storage import location
 from platform_pipelines.lakehouse.delta_log import commit_file, latest_version
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -60,7 +61,7 @@ def table_files(table: Path) -> TableFiles | None:
     version = latest_version(table)
     if version is None:
         return None
-    return _from_checksum(Path(table), version) or _replay(Path(table), version)
+    return _from_checksum(location(table), version) or _replay(location(table), version)
 
 
 def _from_checksum(table: Path, version: int) -> TableFiles | None:
@@ -130,7 +131,7 @@ def commit_timestamp(table: Path, version: int) -> int | None:
 
 def oldest_commit(table: Path) -> int | None:
     """The oldest version whose commit file is still in the log."""
-    log = Path(table) / "_delta_log"
+    log = location(table) / "_delta_log"
     versions = [int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit()]
     return min(versions, default=None)
 
@@ -138,7 +139,7 @@ def oldest_commit(table: Path) -> int | None:
 def data_files(table: Path) -> dict[str, int]:
     """``relative path -> bytes`` of every data file in the folder, live or not (what VACUUM
     may delete); the log, hidden files and checksums are left out."""
-    found, root = {}, Path(table)
+    found, root = {}, location(table)
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
         for name in files:
@@ -312,6 +313,6 @@ def _relative(table: Path, path: str) -> str:
     """A path VACUUM listed (``file:/...``, URL-encoded), relative to the table's folder."""
     local = Path(unquote(path.removeprefix("file:")))
     try:
-        return str(local.resolve().relative_to(Path(table).resolve()))
+        return str(local.resolve().relative_to(location(table).resolve()))
     except ValueError:
         return str(local)

@@ -14,9 +14,10 @@ that opens ``tables/<name>`` by path bypasses them and keeps seeing the first ge
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
+
+from platform_pipelines.core.storage import replace_text
 
 POINTERS = "_current"
 # A generation folder: the table's name, then @ and the rebuild's id.
@@ -49,9 +50,6 @@ def current_folder(tables: Path, name: str) -> str:
 
 
 def point_to(tables: Path, name: str, folder: str) -> None:
-    """Make ``folder`` the current generation of ``name`` (an atomic replace of the pointer)."""
-    pointers = tables / POINTERS
-    pointers.mkdir(parents=True, exist_ok=True)
-    temporary = pointers / f".{name}.new"
-    temporary.write_text(folder + "\n")
-    os.replace(temporary, pointers / name)
+    """Make ``folder`` the current generation of ``name`` (an atomic replace of the pointer;
+    on S3 a PUT, which readers see whole or not at all)."""
+    replace_text(tables / POINTERS / name, folder + "\n")

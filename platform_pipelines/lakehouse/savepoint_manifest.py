@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from platform_pipelines.core.storage import location
 from platform_pipelines.core.times import from_ms
 
 MANIFEST_FILE = "manifest.json"
@@ -67,7 +68,7 @@ def default_name(at_ms: int) -> str:
 
 def savepoints_dir(root: Path, stream: str) -> Path:
     """``<lakehouse>/savepoints/<stream>``: every savepoint of one stream."""
-    return Path(root) / "savepoints" / stream
+    return location(root) / "savepoints" / stream
 
 
 @dataclass(frozen=True)
@@ -147,17 +148,17 @@ class Manifest:
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    (Path(folder) / MANIFEST_FILE).write_text(manifest.to_json())
+    location(folder).mkdir(parents=True, exist_ok=True)
+    (location(folder) / MANIFEST_FILE).write_text(manifest.to_json())
 
 
 def read_manifest(folder: Path) -> Manifest:
-    return Manifest.from_json((Path(folder) / MANIFEST_FILE).read_text())
+    return Manifest.from_json((location(folder) / MANIFEST_FILE).read_text())
 
 
 def list_manifests(root: Path, stream: str | None = None) -> list[tuple[Manifest, Path]]:
     """Every complete savepoint (of ``stream``, or of all streams), oldest first."""
-    base = Path(root) / "savepoints"
+    base = location(root) / "savepoints"
     folders = base.glob(f"{stream}/*" if stream else "*/*")
     found = [(read_manifest(f), f) for f in folders
              if not f.name.startswith(".") and (f / MANIFEST_FILE).is_file()]  # fmt: skip
@@ -166,7 +167,7 @@ def list_manifests(root: Path, stream: str | None = None) -> list[tuple[Manifest
 
 def folder_bytes(folder: Path) -> int:
     """The bytes of every file under ``folder``."""
-    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in location(folder).rglob("*") if p.is_file())
 
 
 def copy_checkpoint(source: Path, target: Path, last_batch: int) -> None:
@@ -174,7 +175,7 @@ def copy_checkpoint(source: Path, target: Path, last_batch: int) -> None:
     commits) of batches after ``last_batch``."""
 
     def skipped(folder: str, names: list[str]) -> set[str]:
-        if Path(folder).name not in ("offsets", "commits"):
+        if location(folder).name not in ("offsets", "commits"):
             return {n for n in names if n in _SKIPPED}
         return {n for n in names if (b := _batch_of_file(n)) is not None and b > last_batch}
 
@@ -205,7 +206,7 @@ def kafka_offsets(checkpoint: Path, batch: int) -> dict[str, dict[str, int]]:
     """The Kafka offsets ``offsets/<batch>`` of a checkpoint reached, ``{topic: {partition:
     offset}}`` (empty when the batch read no Kafka source)."""
     try:
-        lines = (Path(checkpoint) / "offsets" / str(batch)).read_text().splitlines()
+        lines = (location(checkpoint) / "offsets" / str(batch)).read_text().splitlines()
     except OSError:
         return {}
     found: dict[str, dict[str, int]] = {}
@@ -227,7 +228,7 @@ def kafka_offsets(checkpoint: Path, batch: int) -> dict[str, dict[str, int]]:
 def commit_tag(table: Path, version: int) -> dict[str, Any]:
     """The ``commitInfo`` of one Delta commit, with its tag parsed (``tag``: the ``{"appId",
     "batch"}`` the platform's writers record, or None)."""
-    path = Path(table) / "_delta_log" / f"{version:020d}.json"
+    path = location(table) / "_delta_log" / f"{version:020d}.json"
     for line in path.read_text().splitlines():
         info = json.loads(line).get("commitInfo") if line.strip() else None
         if info is not None:
@@ -254,7 +255,7 @@ def version_at_batch(table: Path, app_id: str, batch: int, latest: int) -> int:
 def rolled_back_past(table: Path, version: int) -> tuple[int, int] | None:
     """``(restore commit, version restored to)`` of the first RESTORE after ``version`` that went
     back before it; None when the table never went back past ``version``."""
-    log = Path(table) / "_delta_log"
+    log = location(table) / "_delta_log"
     newer = sorted(
         v for p in log.glob("*.json") if (v := _version_of(p.name)) is not None and v > version
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from platform_pipelines.core.storage import require_local
 from platform_pipelines.core.times import to_ms
 from platform_pipelines.core.units import count, duration, size
 from platform_pipelines.core.verdict import Verdict
@@ -277,9 +278,8 @@ def maintain_table(spark: SparkSession, lake: Lakehouse, streams: Iterable[Strea
     Raises:
         MaintenanceBusy: another process maintains the table.
     """
-    streams = list(streams)
-    started = time.monotonic()
-    path = lake.table(table)
+    require_local(lake.root, "Table maintenance (OPTIMIZE and VACUUM)")
+    streams, started, path = list(streams), time.monotonic(), lake.table(table)
     if not has_commit(path):
         return MaintenanceResult(table, None, None, None, "no table yet",
                                  Retention(options.retention, "no table"), None, 0.0,

@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 HOST = "127.0.0.1"
 USER = "dagster"
@@ -75,6 +76,12 @@ class PgConnection:
         return {"DAGSTER_PG_HOST": self.host, "DAGSTER_PG_PORT": str(self.port),
                 "DAGSTER_PG_USERNAME": self.user, "DAGSTER_PG_PASSWORD": self.password,
                 "DAGSTER_PG_DB": self.database}  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        """``postgresql://user:password@host:port/database`` (``PLATFORM_LOCK_DATABASE_URL``)."""
+        return (f"postgresql://{quote(self.user)}:{quote(self.password, safe='')}@{self.host}:"
+                f"{self.port}/{quote(self.database)}")  # fmt: skip
 
 
 class LocalPostgres:

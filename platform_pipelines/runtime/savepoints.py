@@ -29,6 +29,7 @@ from typing import NoReturn
 
 from pyspark.sql import SparkSession
 
+from platform_pipelines.core.storage import require_local
 from platform_pipelines.lakehouse.checkpoints import batch_ids, offsets_metadata, query_id_of
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import last_written_batch, latest_version
@@ -95,6 +96,7 @@ def create_savepoint(lakehouse: Lakehouse, stream: Stream, name: str | None = No
         SavepointRefused: the stream runs, has committed no batch, or the name is taken.
         SavepointNameError: ``name`` may not name a folder.
     """
+    require_local(lakehouse.root, "Savepoints")
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     name = check_savepoint_name(name or default_name(now_ms))
     folder = savepoints_dir(lakehouse.root, stream.name) / name
@@ -194,6 +196,7 @@ def restore_savepoint(lakehouse: Lakehouse, stream: Stream, declared: Sequence[S
         SavepointRefused: no such savepoint, the stream runs, another stream reads its tables,
             or a version to restore is gone (vacuumed, or out of the log).
     """
+    require_local(lakehouse.root, "Savepoints")
     savepoint = find_savepoint(lakehouse, stream.name, name)
     manifest = savepoint.manifest
     _refuse_readers(lakehouse, stream, declared, manifest)

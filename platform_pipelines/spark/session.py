@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from platform_pipelines.core.storage import on_object_store
 from platform_pipelines.jvm import ensure_jars, require_java
 from platform_pipelines.settings import PlatformSettings, get_settings
 
@@ -45,6 +46,8 @@ class SparkOptions:
             or this machine's name when binding every interface).
         extra_conf: any other Spark setting, applied last (the deployment's
             ``PLATFORM_SPARK_EXTRA_CONF``, then a run's tuning keys).
+        s3a_conf: Hadoop's S3A settings (``spark.hadoop.fs.s3a.*``) when the lakehouse is on an
+            S3 API; then the S3A jars (``jvm/s3``) are loaded too.
     """
 
     master: str = "local[*]"
@@ -56,6 +59,7 @@ class SparkOptions:
     bind_address: str = "127.0.0.1"
     driver_host: str | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
+    s3a_conf: dict[str, str] = field(default_factory=dict)
 
     @property
     def advertised_host(self) -> str:
@@ -76,6 +80,7 @@ class SparkOptions:
             "bind_address": settings.spark_bind_address,
             "driver_host": settings.spark_driver_host,
             "extra_conf": dict(settings.spark_extra_conf),
+            "s3a_conf": s3a_conf(settings) if on_object_store(settings.lakehouse_dir) else {},
         }
         return cls(**{**values, **overrides})  # type: ignore[arg-type]
 
@@ -107,7 +112,34 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         # Stop a query from waiting for its current batch forever on `query.stop()`.
         "spark.sql.streaming.stopTimeout": "60s",
     }
+    conf.update(options.s3a_conf)
     conf.update(options.extra_conf)
+    return conf
+
+
+def s3a_conf(settings: PlatformSettings) -> dict[str, str]:
+    """Hadoop's S3A settings for the ``s3_*`` settings (the same store the platform reads with
+    fsspec). Keys left unset fall back to S3A's default credential chain (environment variables,
+    profile, instance role); the secret never reaches the Spark UI (``spark.redaction.regex``
+    hides ``secret`` keys).
+    """
+    prefix = "spark.hadoop.fs.s3a."
+    conf = {
+        f"{prefix}endpoint.region": settings.s3_region,
+        f"{prefix}path.style.access": str(settings.s3_path_style_access).lower(),
+    }
+    if settings.s3_endpoint:
+        conf[f"{prefix}endpoint"] = settings.s3_endpoint
+        conf[f"{prefix}connection.ssl.enabled"] = str(
+            settings.s3_endpoint.startswith("https://")
+        ).lower()
+        # The AWS SDK asks S3 to confirm large uploads first (`Expect: 100-continue`); some
+        # S3-compatible servers (moto's among them) answer that with a bare 100 that the SDK
+        # reports as a failed upload of a state store file.
+        conf[f"{prefix}connection.expect.continue"] = "false"
+    if settings.s3_access_key_id and settings.s3_secret_access_key:
+        conf[f"{prefix}access.key"] = settings.s3_access_key_id
+        conf[f"{prefix}secret.key"] = settings.s3_secret_access_key.get_secret_value()
     return conf
 
 
@@ -128,7 +160,8 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     """
     options = options or SparkOptions()
     require_java()
-    conf = spark_conf(options, ensure_jars("spark"))
+    jars = ensure_jars("spark") + (ensure_jars("s3") if options.s3a_conf else [])
+    conf = spark_conf(options, jars)
     # pyspark takes the workers' Python from this variable, not from spark.pyspark.python.
     os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from platform_pipelines.core.storage import location
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 
 DECLARATION_FILE = "_declaration.json"
@@ -94,7 +95,7 @@ def check_declaration(checkpoint: Path, stream: Stream, upstream: str | None = N
     Raises:
         DeclarationChanged: with every change and the remedy.
     """
-    path = Path(checkpoint) / DECLARATION_FILE
+    path = location(checkpoint) / DECLARATION_FILE
     now = declaration_of(stream, upstream)
     try:
         started = json.loads(path.read_text())
@@ -129,7 +130,7 @@ def _legacy_time_mode(stream: Stream) -> str:
 def recorded_time_mode(checkpoint: Path) -> str | None:
     """The time mode ``checkpoint`` runs its logic in (None: not recorded)."""
     try:
-        mode = json.loads((Path(checkpoint) / DECLARATION_FILE).read_text()).get("time_mode")
+        mode = json.loads((location(checkpoint) / DECLARATION_FILE).read_text()).get("time_mode")
     except (OSError, ValueError):
         return None
     return str(mode) if mode else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from platform_pipelines.core.storage import location
 from platform_pipelines.health.checkpoint.files import (
     as_int,
     batch_ids,
@@ -22,7 +23,7 @@ from platform_pipelines.health.checkpoint.state import inspect_state
 def inspect_checkpoint(path: Path) -> CheckpointFacts:
     """Read a checkpoint folder into facts. Never raises: a missing folder has ``exists=False``,
     unreadable or damaged files are listed in ``damaged``."""
-    path = Path(path)
+    path = location(path)
     if not path.exists():
         return CheckpointFacts(str(path), exists=False)
     if not path.is_dir():

@@ -6,7 +6,6 @@ Every reader returns what it found and records what it could not read in ``damag
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
 import zlib
@@ -14,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from platform_pipelines.core.storage import file_sizes
 from platform_pipelines.health.checkpoint.model import DamagedFile
 
 MISSING = "is missing"
@@ -117,7 +117,7 @@ def read_query_id(root: Path, damaged: list[DamagedFile]) -> str:
 
 def folder_size(root: Path) -> tuple[int, int]:
     """Bytes and number of all files under ``root`` (unreadable folders are skipped)."""
-    sizes = [file_size(Path(top, name)) for top, _, names in os.walk(root) for name in names]
+    sizes = file_sizes(root)
     return sum(sizes), len(sizes)
 
 
