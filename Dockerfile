@@ -1,4 +1,5 @@
 # The platform's image for docker-compose.yml: Python 3.11, Java 17, the project and its JVM jars.
+# The Dagster services and the Spark master and workers all run it (one Spark, one Python).
 FROM python:3.11-slim-bookworm
 
 RUN apt-get update \
@@ -16,9 +17,13 @@ RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir setup
  && /app/.venv/bin/pip install --no-cache-dir -e . \
  && /app/.venv/bin/platform setup
 # DAGSTER_HOME is a volume (run history survives restarts); the instance config is copied into it
-# at start, so the image's dagster.yaml always wins.
+# at start, so /app/dagster.yaml always wins (docker-compose.yml mounts the PostgreSQL one there).
+# Several containers share the volume, and run workers open the instance at any time: the copy
+# replaces the file with a rename, so no reader ever sees it half written.
 COPY dagster_home/dagster.yaml /app/dagster.yaml
-RUN printf '#!/bin/sh\nmkdir -p "$DAGSTER_HOME" && cp /app/dagster.yaml "$DAGSTER_HOME/" && exec "$@"\n' \
+RUN printf '%s\n' '#!/bin/sh' 'set -e' 'mkdir -p "$DAGSTER_HOME"' \
+      'cp /app/dagster.yaml "$DAGSTER_HOME/.dagster.yaml.$$"' \
+      'mv -f "$DAGSTER_HOME/.dagster.yaml.$$" "$DAGSTER_HOME/dagster.yaml"' 'exec "$@"' \
       > /usr/local/bin/with-dagster-home && chmod +x /usr/local/bin/with-dagster-home
 
 ENV PATH=/app/.venv/bin:$PATH \
