@@ -22,7 +22,13 @@ from platform_pipelines.defs.resources import (
     SparkStreamingResource,
 )
 from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
-from platform_pipelines.runtime.lock import CheckpointBusyError, CheckpointLocks
+from platform_pipelines.runtime.lock import (
+    CheckpointBusyError,
+    CheckpointLocks,
+    LockDatabaseError,
+    LockLostError,
+    LockNotConfiguredError,
+)
 from platform_pipelines.runtime.progress import Progress, describe, progress_metrics
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams, trigger_seconds
@@ -36,7 +42,9 @@ from platform_pipelines.streams.query import StreamContext
 STREAM_TAG = "platform/stream"
 FAILURE_TAG = "platform/failure"  # on a run's failure metadata: what kind (see health.restart)
 _FAILURES = {CheckpointBusyError: "checkpoint_busy", CheckpointDamagedError: "checkpoint_damaged",
-             StreamFailedError: "stream_failed", DeclarationChanged: "declaration_changed"}  # fmt: skip
+             StreamFailedError: "stream_failed", DeclarationChanged: "declaration_changed",
+             LockNotConfiguredError: "invalid_config", LockDatabaseError: "lock_database",
+             LockLostError: "lock_lost"}  # fmt: skip
 
 
 class ProgressLog:
@@ -104,7 +112,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
             trigger_seconds={n: trigger_seconds(o) for n, o in options.items()},
         )  # fmt: skip
         try:
-            with CheckpointLocks(checkpoints, owner):
+            with CheckpointLocks(checkpoints, owner) as locks:
                 session = spark.get_session()  # installs PySpark's own SIGINT handler...
                 # ...which this replaces while the streams run; the step process also stops when
                 # its run process is gone (multiprocess executor: this op runs in a child process)
@@ -112,19 +120,24 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
                     ctx = StreamContext(
                         session, lake, kafka.servers(), on_batch=recorder.record_batch
                     )
-                    watch = BrokerWatch(
+                    broker = BrokerWatch(
                         kafka.servers(), [s for s in chosen if s.topic], context.log
                     )
+
+                    def watch() -> None:
+                        locks.check()  # the lock database lost the session: stop the queries
+                        broker.check()
+
                     _materialize(context, chosen, "started")
                     run_streams(ctx, chosen, options, log.on_progress,
                                 on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
-                                recorder=recorder, stop=stop, lock=False, watch=watch.check)  # fmt: skip
+                                recorder=recorder, stop=stop, lock=False, watch=watch)  # fmt: skip
         except GracefulStop as done:
             _materialize(context, chosen, "stopped", log)
             _cancel(context, done)
             return
         except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError,
-                DeclarationChanged) as error:  # fmt: skip
+                DeclarationChanged, LockDatabaseError, LockLostError) as error:  # fmt: skip
             kind = _FAILURES[type(error)]
             raise dg.Failure(description=str(error),
                              metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}) from None  # fmt: skip

@@ -119,6 +119,7 @@ def run_streams(
 
     Raises:
         CheckpointBusyError: another run holds one of the streams.
+        LockLostError: the lock database ended the session holding the locks (queries stopped).
         CheckpointDamagedError: a checkpoint is damaged (before its query starts).
         DeclarationChanged: a stream's key or columns changed since its checkpoint started
             (before any query starts).
@@ -127,9 +128,16 @@ def run_streams(
     """
     per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
     on_end = recorder.record_end if recorder else lambda name, error, run: None
-    supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watch)
     checkpoints = {s.name: ctx.lakehouse.checkpoint(s.name) for s in streams} if lock else {}
-    with CheckpointLocks(checkpoints, owner):
+    locks = CheckpointLocks(checkpoints, owner)
+
+    def watching() -> None:
+        locks.check()  # the lock database lost our session: stop, another run may take over
+        if watch is not None:
+            watch()
+
+    supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watching)
+    with locks:
         for stream in streams:
             upstream = ctx.lakehouse.table(stream.upstream).name if stream.topic is None else None
             check_declaration(ctx.lakehouse.checkpoint(stream.name), stream, upstream)

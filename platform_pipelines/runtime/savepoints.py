@@ -57,7 +57,12 @@ from platform_pipelines.lakehouse.savepoint_tables import (
     rolled_back,
     unrestorable,
 )
-from platform_pipelines.runtime.lock import CheckpointBusyError, CheckpointLocks, holder
+from platform_pipelines.runtime.lock import (
+    CheckpointBusyError,
+    CheckpointLocks,
+    describe_holder,
+    holder,
+)
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 from platform_pipelines.streams.sink import writer_ids
 
@@ -301,17 +306,14 @@ def _check_tags(lakehouse: Lakehouse, manifest: Manifest, marks: list[TableMark]
 @contextmanager
 def _locked(stream: str, checkpoint: Path, doing: str) -> Iterator[None]:
     """Hold the stream's checkpoint lock, or refuse naming who holds it."""
-    locks = CheckpointLocks({stream: checkpoint}, owner=f"platform savepoint ({doing})")
     try:
+        locks = CheckpointLocks({stream: checkpoint}, owner=f"platform savepoint ({doing})")
         locks.__enter__()
     except CheckpointBusyError:
-        held = holder(checkpoint)
-        who = f"{held.get('owner') or 'another process'} (pid {held.get('pid', '?')})"
-        raise SavepointRefused(
-            f"Cannot {doing} stream {stream!r} while it runs: {who} holds its checkpoint "
-            f"{checkpoint}. Stop it first (cancel its run in Dagster, or Ctrl-C its command), "
-            "then try again."
-        ) from None
+        who = describe_holder(holder(checkpoint))
+        raise SavepointRefused(f"Cannot {doing} stream {stream!r} while it runs: {who} holds its "
+                               f"checkpoint {checkpoint}. Stop it first (cancel its run in Dagster, "
+                               "or Ctrl-C its command), then try again.") from None  # fmt: skip
     try:
         yield
     finally:
