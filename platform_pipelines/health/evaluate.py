@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.records import ProgressRecord
-from platform_pipelines.core.verdict import Status, Verdict, worst
+from platform_pipelines.core.verdict import Status, Verdict, warned, worst
 from platform_pipelines.health.checkpoint import (
     CheckpointExpectations,
     CheckpointFacts,
@@ -28,14 +28,17 @@ from platform_pipelines.health.liveness import judge_liveness
 from platform_pipelines.health.metrics import stream_metrics
 from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.progress import batches
+from platform_pipelines.health.replication import KAFKA_REPLICATION, judge_replication
 from platform_pipelines.health.runs import RunState
 from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.health.throughput import Lag, judge_falling_behind
+from platform_pipelines.kafka.replication import ReplicationFacts, gather_replication
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import committed_version, rows_behind
 from platform_pipelines.streams.declare import Stream, asset_key
 
-# The cheap checks, evaluated by the sensor from files; their names are the asset checks' names.
+# The cheap checks, evaluated by the sensor from files (and, for streams that read Kafka, the
+# broker's own view of the topic's replicas); their names are the asset checks' names.
 CHEAP_CHECKS = ("liveness", "falling_behind", "state_growth", "late_data", "checkpoint")
 RECORDS_PER_EVALUATION = 80
 RunStates = Callable[[Stream, Sequence[ProgressRecord]], RunState]
@@ -56,6 +59,7 @@ class Broker:
     address: str
     end_offsets: Mapping[str, Mapping[int, int]] | None
     error: str = ""
+    replication: ReplicationFacts | None = None  # None: not asked, or the broker did not say
 
     @property
     def down(self) -> str:
@@ -101,11 +105,28 @@ def ask_broker(
         return Broker(bootstrap, None, "connection refused")
     try:
         ends = end_offsets_many(bootstrap, sorted(set(topics)), timeout_s, skip_missing=True)
-        return Broker(bootstrap, ends)
     except KafkaAccessError as error:  # TLS or credentials: the message names the setting to fix
         return Broker(bootstrap, None, str(error))
     except Exception as error:  # timed out, unknown topic...: lag is unknown, say why
         return Broker(bootstrap, None, type(error).__name__)
+    try:
+        replication = gather_replication(bootstrap, sorted(set(topics)), timeout_s=timeout_s)
+    except Exception as error:  # the offsets came: say why the copies are unknown
+        return Broker(bootstrap, ends, f"replicas unknown: {type(error).__name__}")
+    return Broker(bootstrap, ends, replication=replication)
+
+
+def replication_verdict(topic: str, broker: Broker | None) -> Verdict:
+    """``kafka_replication`` of ``topic``: are its partitions led and their copies in sync?"""
+    if broker is not None and broker.replication is not None:
+        return judge_replication(broker.replication, topic)
+    why = "no Kafka address is configured" if broker is None else (
+        broker.down if broker.end_offsets is None else broker.error)  # fmt: skip
+    return warned(
+        KAFKA_REPLICATION,
+        f"replication of {topic} unknown: {why}",
+        remedy="Check that the brokers run and answer (platform kafka status).",
+    )
 
 
 def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
@@ -166,6 +187,7 @@ def evaluate_stream(
         judge_state_growth(records, policy),
         judge_late_data(records, policy, stream.name),
         checkpoint_verdict(facts, config.expectations),
+        *([replication_verdict(stream.topic, broker)] if stream.topic else []),
     ]
     done = batches(records)
     metrics = stream_metrics(records, lag, facts.total_bytes if facts.exists else None)

@@ -99,6 +99,8 @@ def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_sched
                   "auto_restart", "freshness", "no_silent_loss"}  # fmt: skip
     for stream in load_registry():
         assert checks[stream.table] >= per_stream, stream.name
+        # Streams that read Kafka also carry the topic's replication check.
+        assert ("kafka_replication" in checks[stream.table]) == (stream.topic is not None)
     assert "state_metadata" in checks["user_sessions"]
     assert "state_metadata" not in checks["clickstream_raw"]  # bronze keeps no state
     assert "no_duplicate_event_id" in checks["events"]

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.cli.kafka_cluster import cluster
 from platform_pipelines.core.verdict import Status, Verdict
+from platform_pipelines.health.evaluate import ask_broker, replication_verdict
 from platform_pipelines.health.replication import judge_replication
 from platform_pipelines.kafka.admin import create_topics, end_offsets
 from platform_pipelines.kafka.cluster import LocalKafkaCluster
@@ -123,6 +124,8 @@ def test_a_killed_broker_loses_nothing_and_the_replication_check_names_it(
         down = wait_for(lambda: (v := replication(kafka_cluster, topic)).status is Status.WARN
                         and v, 60, "the check to see the node down",
                         show=lambda: replication(kafka_cluster, topic).line())  # fmt: skip
+        # The health sensor's own path (the stream assets' kafka_replication check) says the same.
+        sensor = replication_verdict(topic, ask_broker(bootstrap, [topic], timeout_s=10))
 
         kafka_cluster.restart(victim)
         healed = wait_for(lambda: (v := replication(kafka_cluster, topic)).passed and v, 90,
@@ -145,6 +148,7 @@ def test_a_killed_broker_loses_nothing_and_the_replication_check_names_it(
     assert down.remedy == (
         f"Restart node {victim}: until it is back, one more failure stops producers with acks=all."
     )
+    assert (sensor.status, sensor.summary) == (Status.WARN, down.summary)
     assert healed.summary == (
         f"3 of 3 brokers up; 3 partitions of {topic} fully replicated (ISR 3 of 3, "
         "min.insync.replicas=2)"

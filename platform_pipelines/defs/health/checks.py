@@ -50,6 +50,10 @@ CHECKS: tuple[CheckDef, ...] = (
     CheckDef("checkpoint", "cheap", "The checkpoint folder is consistent: at most one batch "
              "without its commit, no gaps, retention working, snapshots keeping up, no damaged "
              "state files, state partitions and provider as configured."),
+    CheckDef("kafka_replication", "cheap", "Every partition of the stream's Kafka topic has a "
+             "leader and enough in-sync copies: fails when a partition has no leader or fewer "
+             "in-sync replicas than min.insync.replicas (acks=all producers refused), warns when "
+             "a broker is down or copies fell behind.", lambda stream: stream.topic is not None),
     CheckDef("auto_restart", "restart", "A failed run of this stream is relaunched with backoff; "
              "fails when the platform gave up or refused (a failure that can only fail again)."),
     CheckDef("no_silent_loss", "deep", "Rows in = rows out + late + quarantined + absorbed by the "

@@ -164,3 +164,25 @@ def test_a_broker_down_that_holds_none_of_the_topic_still_warns():
     assert verdict.status is Status.WARN
     assert verdict.summary.startswith("1 of 3 brokers down (node 2)")
     assert verdict.remedy.startswith("Restart node 2: meanwhile the cluster has fewer copies")
+
+
+def test_the_health_sensor_judges_the_topic_from_what_the_broker_said():
+    from platform_pipelines.health.evaluate import Broker, replication_verdict
+
+    facts = cluster(*partitions("clickstream", (1, 3)), alive=(1, 3))
+    said = replication_verdict("clickstream", Broker("b:9092", {"clickstream": {}}, "", facts))
+    down = Broker("b:9092", None, "connection refused")
+    partial = Broker("b:9092", {"clickstream": {}}, "replicas unknown: KafkaTimeoutError")
+
+    assert said == judge_replication(facts, "clickstream")
+    assert replication_verdict("clickstream", down).line() == (
+        "warn kafka_replication: replication of clickstream unknown: the Kafka broker at b:9092 "
+        "does not answer (connection refused) -> Check that the brokers run and answer "
+        "(platform kafka status)."
+    )
+    assert replication_verdict("clickstream", partial).summary == (
+        "replication of clickstream unknown: replicas unknown: KafkaTimeoutError"
+    )
+    assert replication_verdict("clickstream", None).summary == (
+        "replication of clickstream unknown: no Kafka address is configured"
+    )
