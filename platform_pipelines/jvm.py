@@ -8,6 +8,7 @@ wheel already ships, so Spark's own classes are never loaded twice.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import re
 import shutil
@@ -72,13 +73,19 @@ def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
     ]
     stamp = target / ".resolved"
     if not (stamp.exists() and stamp.read_text() == digest):
-        _resolve(pom, target, _maven_args(name), quiet=quiet)
-        if name == "spark":
-            shipped = _pyspark_jar_names()
-            for jar in target.glob("*.jar"):
-                if _artifact_name(jar.name) in shipped:
-                    jar.unlink()
-        stamp.write_text(digest)
+        # Runs that start at once (several stream runs on a fresh container) resolve one at a
+        # time: the others wait, then find the stamp.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with (target.parent / f".{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (stamp.exists() and stamp.read_text() == digest):
+                _resolve(pom, target, _maven_args(name), quiet=quiet)
+                if name == "spark":
+                    shipped = _pyspark_jar_names()
+                    for jar in target.glob("*.jar"):
+                        if _artifact_name(jar.name) in shipped:
+                            jar.unlink()
+                stamp.write_text(digest)
     return sorted(target.glob("*.jar"))
 
 

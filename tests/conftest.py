@@ -1,8 +1,15 @@
 """Shared fixtures: one SparkSession and one Kafka broker for the whole test run (per xdist
 worker), and one `dagster dev` instance that the tests using it share in one worker."""
 
+import os
+
 import pytest
 from _pytest.nodeid import coerce_node_id
+
+# The CLI's rich console takes its width from COLUMNS once, when it is created (on import), and
+# the tests read its tables by column: one width for every test, set before anything imports it,
+# whichever test of a worker comes first.
+os.environ["COLUMNS"] = "200"
 
 pytest_plugins = [
     "tests.fixtures.spark",

@@ -28,7 +28,9 @@ trap 'kill "$server" 2>/dev/null' TERM INT
 
 # moto takes a moment to listen; it accepts any access key, so the bucket is made unsigned.
 tries=0
-until curl -fs -o /dev/null -X PUT "http://127.0.0.1:$port/$bucket"; do
+# (moto's image has Python, not curl.)
+until python -c 'import sys, urllib.request as r; r.urlopen(r.Request(sys.argv[1], method="PUT"), timeout=5)' \
+  "http://127.0.0.1:$port/$bucket" > /dev/null 2>&1; do
   tries=$((tries + 1))
   if [ "$tries" -ge 60 ] || ! kill -0 "$server" 2>/dev/null; then
     echo "Could not create the bucket '$bucket' in moto on port $port: see moto's output" \

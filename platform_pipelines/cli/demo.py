@@ -17,7 +17,7 @@ from platform_pipelines.cli.kafka import (
     producer_options,
 )
 from platform_pipelines.cli.main import console, friendly_errors
-from platform_pipelines.core.storage import remove_tree
+from platform_pipelines.core.storage import on_object_store, remove_tree
 from platform_pipelines.core.units import count, duration
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
@@ -87,6 +87,11 @@ def _reset_local_state() -> None:
     from platform_pipelines.kafka.broker import find_running_broker
 
     settings = get_settings()
+    if on_object_store(settings.lakehouse_dir):
+        raise click.ClickException(
+            f"The lakehouse is {settings.lakehouse_dir}: the demo does not empty an object store. "
+            "Run it with --no-fresh, or unset PLATFORM_LAKEHOUSE_DIR for a local demo."
+        )
     if find_running_broker(settings.broker_dir):
         raise click.ClickException(
             "The local Kafka broker is running (perhaps for the UI), so its data cannot be reset. "

@@ -25,7 +25,6 @@ Kafka is not read again.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -35,6 +34,7 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from platform_pipelines.core.storage import remove_tree, require_local
 from platform_pipelines.lakehouse.checkpoints import StartPlan, write_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.generations import ShadowLakehouse
@@ -150,6 +150,8 @@ def rebuild(spark: SparkSession, lake: Lakehouse, bootstrap: str, registry: Stre
             plan: ReprocessPlan, on_stream: Callable[[str], None] = lambda name: None,
             ) -> Rebuilt:  # fmt: skip
     """Run the plan's streams to the end of their input on the shadow lakehouse."""
+    require_local(lake.root, "Rebuilds (platform reprocess)")
+    require_local(lake.root, "Rebuilds (platform reprocess)")
     shadow = shadow_of(lake, registry, plan)
     folder = scratch(lake, plan.rebuild_id)
     if folder.exists() or any(shadow.checkpoint(n).exists() for n in plan.streams):
@@ -215,6 +217,7 @@ def switch(spark: SparkSession, lake: Lakehouse, registry: StreamRegistry,
     Raises:
         CheckpointBusyError: a rebuilt or told stream is running; stop it and switch again.
     """
+    require_local(lake.root, "Rebuilds (platform reprocess)")
     shadow = shadow_of(lake, registry, plan)
     folder = scratch(lake, plan.rebuild_id)
     if not (folder / PLAN_FILE).exists():
@@ -237,7 +240,7 @@ def switch(spark: SparkSession, lake: Lakehouse, registry: StreamRegistry,
             point_to(tables, stream.table, shadow.table(stream.table).name)
             point_to(old.parent, stream.name, shadow.checkpoint(stream.name).name)
             retire(old, f"rebuilt by platform reprocess as {shadow.checkpoint(stream.name)}")
-    shutil.rmtree(folder)  # its platform tables' rows are switched in
+    remove_tree(folder)  # its platform tables' rows are switched in
     return Switched({s.table: lake.table(s.table).name for s in streams}, retired)
 
 

@@ -28,6 +28,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from platform_pipelines.core.storage import require_local
 from platform_pipelines.health.watermark import BatchTimes, first_poisoned_batch
 from platform_pipelines.lakehouse.checkpoints import (
     StartPlan,
@@ -61,6 +62,7 @@ class ResetResult:
 def reset_watermark(spark: SparkSession, lakehouse: Lakehouse, stream: StatefulStream,
                     force: bool = False) -> ResetResult:  # fmt: skip
     """Reset ``stream`` onto a new checkpoint that replays what the bad watermark refused."""
+    require_local(lakehouse.root, "Resetting a watermark (it moves the checkpoint folder)")
     if stream.watermark is None:
         raise ResetRefused(f"Stream {stream.name!r} has no watermark: nothing to reset.")
     checkpoint = lakehouse.checkpoint(stream.name)

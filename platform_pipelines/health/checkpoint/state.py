@@ -130,7 +130,7 @@ def _lz4_complete(data: bytes) -> bool:
 def _zip_problem(file: Path, store: Path) -> str | None:
     """A RocksDB snapshot must be a whole zip with a ``metadata`` entry whose SST and log files exist."""
     try:
-        with zipfile.ZipFile(file) as archive:
+        with file.open("rb") as raw, zipfile.ZipFile(raw) as archive:  # a Path or an S3 UPath
             bad = archive.testzip()
             if bad is not None:
                 return f"is a corrupt zip (entry {bad} fails its CRC)"
