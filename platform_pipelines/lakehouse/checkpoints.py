@@ -119,6 +119,8 @@ def batch_ids(checkpoint: Path, log: str = "offsets") -> list[int]:
 def query_id_of(checkpoint: Path) -> str:
     """The query id in a checkpoint's ``metadata`` (empty when it has none yet)."""
     try:
-        return str(json.loads((location(checkpoint) / "metadata").read_text().splitlines()[0])["id"])
+        return str(
+            json.loads((location(checkpoint) / "metadata").read_text().splitlines()[0])["id"]
+        )
     except (OSError, ValueError, IndexError, KeyError):
         return ""
