@@ -37,7 +37,7 @@ from platform_pipelines.streams.schemas import CLICKSTREAM
 from platform_pipelines.streams.sessions import sessionize
 from platform_pipelines.streams.watermark import with_watermark
 
-VARIANTS = ("transform_with_state", "apply_in_pandas_with_state", "session_window")
+VARIANTS = ("jvm", "transform_with_state", "apply_in_pandas_with_state", "session_window")
 RESULTS = Path(__file__).parent / "results" / "sessionization.json"
 START = pd.Timestamp("2026-11-22T00:00:00Z")
 EVENT_TYPES = ["page_view", "add_to_cart", "checkout", "purchase", "logout"]

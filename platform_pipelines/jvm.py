@@ -1,9 +1,14 @@
-"""JVM prerequisites: a Java 17+ runtime and the jars resolved once from Maven Central.
+"""JVM prerequisites: a Java 17+ runtime, the jars resolved once from Maven Central, and the
+platform's own JVM code compiled once.
 
 The jar sets are declared as Maven POMs under ``jvm/<name>/pom.xml``. The first call resolves a set
 with ``mvn dependency:copy-dependencies`` into ``.local/jars/<name>/`` and writes a stamp; later calls
 reuse the folder without touching the network. Spark's jar set drops every artifact that the pyspark
 wheel already ships, so Spark's own classes are never loaded twice.
+
+The platform's own Java sources (``jvm/<name>/src``, e.g. the built-in sessionization) are compiled
+with ``javac`` against the pyspark wheel's jars into ``.local/jars/<name>/<name>-<hash>.jar``; the
+hash covers the sources and the pyspark version, so an edit or an upgrade compiles again.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
+import zipfile
 from pathlib import Path
 
 from platform_pipelines.settings import REPO_ROOT, get_settings
@@ -87,6 +94,51 @@ def ensure_jars(name: str, *, quiet: bool = True) -> list[Path]:
                             jar.unlink()
                 stamp.write_text(digest)
     return sorted(target.glob("*.jar"))
+
+
+def ensure_compiled(name: str) -> Path:
+    """Compile ``jvm/<name>/src/**/*.java`` once into a jar and return it (cached afterwards)."""
+    import pyspark
+
+    sources = sorted((JVM_DIR / name / "src").rglob("*.java"))
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    target = get_settings().jars_dir / name
+    jar = target / f"{name}-{digest.hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    target.mkdir(parents=True, exist_ok=True)
+    with (target.parent / f".{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not jar.exists():
+            _compile(sources, jar, Path(pyspark.__file__).parent / "jars")
+            for old in target.glob(f"{name}-*.jar"):
+                if old != jar:
+                    old.unlink()
+    return jar
+
+
+def _compile(sources: list[Path], jar: Path, spark_jars: Path) -> None:
+    javac = shutil.which("javac")
+    if javac is None:
+        raise JvmSetupError(
+            "The Java compiler (`javac`) was not found: the platform compiles its JVM code once "
+            "(jvm/*/src). Install a JDK, not only a JRE (Debian: `apt-get install "
+            "openjdk-17-jdk-headless`), or put its bin/ first on PATH."
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        classes = Path(tmp) / "classes"
+        cmd = [javac, "--release", str(MIN_JAVA), "-nowarn", "-cp", f"{spark_jars}/*",
+               "-d", str(classes), *map(str, sources)]  # fmt: skip
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise JvmSetupError(f"javac failed on {sources[0].parent}:\n{result.stderr[-3000:]}")
+        partial = jar.with_suffix(".partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(classes.rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+        partial.replace(jar)
 
 
 def _maven_args(name: str) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from platform_pipelines.core.storage import on_object_store
-from platform_pipelines.jvm import ensure_jars, require_java
+from platform_pipelines.jvm import ensure_compiled, ensure_jars, require_java
 from platform_pipelines.settings import PlatformSettings, get_settings
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -160,7 +160,9 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     """
     options = options or SparkOptions()
     require_java()
-    jars = ensure_jars("spark") + (ensure_jars("s3") if options.s3a_conf else [])
+    jars = [*ensure_jars("spark"), ensure_compiled("sessions")]
+    if options.s3a_conf:
+        jars += ensure_jars("s3")
     conf = spark_conf(options, jars)
     # pyspark takes the workers' Python from this variable, not from spark.pyspark.python.
     os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]

@@ -32,7 +32,7 @@ from platform_pipelines.streams.declare import (
 )
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from platform_pipelines.streams.schemas import EVENTS, fields_of
-from platform_pipelines.streams.sessions import SESSION_SCHEMA, sessionize
+from platform_pipelines.streams.sessions import SESSION_SCHEMA, SESSIONS_STATE_FORMAT, sessionize
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 
@@ -111,6 +111,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             unique_key="session_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
+            state_format=SESSIONS_STATE_FORMAT,
         ),
         StatefulStream(
             name="security_alerts",

@@ -228,6 +228,10 @@ class StatefulStream:
         unique_key: an output column that identifies a row (``event_id``, ``session_id``): a
             replay (``platform stream reset-watermark``) then never writes a row twice.
         layer: the asset group in Dagster (bronze, silver, gold).
+        state_format: for a ``transform``, a name for how it keeps its state (the built-in
+            sessions: ``sessions-jvm/1``). It is recorded in the checkpoint, and a checkpoint
+            started with another one is refused with the rebuild remedy (Spark cannot read one
+            operator's state as another's).
     """
 
     name: str
@@ -246,6 +250,7 @@ class StatefulStream:
     initial_state: InitialState | None = None
     unique_key: str | None = None
     layer: str = "gold"
+    state_format: str | None = None
 
     @property
     def table(self) -> str:

@@ -44,6 +44,7 @@ def declaration_of(stream: Stream, upstream: str | None = None) -> dict[str, Any
         "output_mode": stream.output_mode,
         "upstream": upstream,
         "time_mode": stream.time_mode if stream.logic is not None else None,
+        **({"state_format": stream.state_format} if stream.state_format else {}),
     }
 
 
@@ -71,6 +72,10 @@ def incompatible_changes(started: dict[str, Any], now: dict[str, Any]) -> list[s
     if "time_mode" in started and started["time_mode"] != now.get("time_mode"):
         changes.append(f"time_mode: {started['time_mode']} -> {now.get('time_mode')} (a timeout "
                        "added or removed; Spark keeps a checkpoint's time mode)")  # fmt: skip
+    if started.get("state_format") != now.get("state_format"):
+        before = started.get("state_format") or "transformWithState in Python (not recorded)"
+        after = now.get("state_format") or "not recorded"
+        changes.append(f"state_format: {before} -> {after} (the state is kept by another operator)")
     if started["key"] != now["key"]:
         changes.append(f"key: {started['key']} -> {now['key']}")
     if started["output_mode"] != now["output_mode"]:

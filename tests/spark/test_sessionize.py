@@ -105,7 +105,7 @@ def run_available_now(
     return sorted(tuple(r) for r in rows)
 
 
-@pytest.mark.parametrize("api", ["transform_with_state", "apply_in_pandas_with_state"])
+@pytest.mark.parametrize("api", ["jvm", "transform_with_state", "apply_in_pandas_with_state"])
 def test_sessions_close_by_gap_logout_and_event_time_timeout_with_either_state_api(
     spark: SparkSession, tmp_path: Path, api: SessionApi
 ) -> None:

@@ -115,3 +115,16 @@ def test_a_checkpoint_keeps_the_time_mode_it_started_with(tmp_path):
 
     with pytest.raises(DeclarationChanged, match="time_mode: None -> ProcessingTime"):
         check_declaration(legacy, replace(counts, timeout="processing_time"), "key_events_raw")
+
+
+def test_a_sessions_checkpoint_of_another_state_format_is_refused_with_the_rebuild() -> None:
+    from platform_pipelines.streams.evolution import incompatible_changes
+
+    started = {"kind": "stateful", "key": ["user_id"], "output": {"n": "long"},
+               "output_mode": "append", "time_mode": None}  # fmt: skip
+    now = {**started, "state_format": "sessions-jvm/1 (flatMapGroupsWithState)"}
+    assert incompatible_changes(started, now) == [
+        "state_format: transformWithState in Python (not recorded) -> "
+        "sessions-jvm/1 (flatMapGroupsWithState) (the state is kept by another operator)"
+    ]
+    assert incompatible_changes(now, dict(now)) == []
