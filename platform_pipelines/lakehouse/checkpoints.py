@@ -124,3 +124,16 @@ def query_id_of(checkpoint: Path) -> str:
         )
     except (OSError, ValueError, IndexError, KeyError):
         return ""
+
+
+# Where a checkpoint keeps the declaration it started with (``streams.evolution``).
+DECLARATION_FILE = "_declaration.json"
+
+
+def recorded_time_mode(checkpoint: Path) -> str | None:
+    """The time mode ``checkpoint`` runs its logic in (None: not recorded)."""
+    try:
+        mode = json.loads((location(checkpoint) / DECLARATION_FILE).read_text()).get("time_mode")
+    except (OSError, ValueError):
+        return None
+    return str(mode) if mode else None

@@ -5,7 +5,9 @@ query commits newer ones).
 ``state-metadata`` names the checkpoint's stateful operators. A ``transformWithState`` operator
 is read one state variable at a time (``stateVarName``; lists and maps as one value per key,
 ``flattenCollectionTypes=false``) plus its timers (``readRegisteredTimers``) when it has a time
-mode; Spark's own operators (deduplication, aggregation) are read whole. The rows are grouped by
+mode; a ``flatMapGroupsWithState`` operator (the built-in sessions) as its ``groupState`` with its
+``timeoutTimestamp`` as the timer; Spark's own operators (deduplication, aggregation) are read
+whole. The rows are grouped by
 key in Spark and decoded by ``core.state_view`` in a Python UDF, so the biggest keys are chosen
 without collecting the state to the driver.
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import reduce
 from pathlib import Path
@@ -45,7 +47,7 @@ from platform_pipelines.core.state_view import (
     biggest,
     value_json,
 )
-from platform_pipelines.lakehouse.checkpoints import batch_ids
+from platform_pipelines.lakehouse.checkpoints import batch_ids, recorded_time_mode
 from platform_pipelines.lakehouse.delta import Lakehouse
 
 SNAPSHOT_TABLE = "state_snapshots"
@@ -67,6 +69,10 @@ _KEY_STATE = StructType(
         StructField("bytes", LongType(), False),
     ]
 )
+
+
+# Spark's name for a flatMapGroupsWithState operator; its time mode is the stream's declared one.
+GROUP_STATE_OPERATOR = "flatMapGroupsWithState"
 
 
 class StateUnavailable(RuntimeError):
@@ -164,6 +170,27 @@ def _parts(spark: SparkSession, checkpoint: Path, batch_id: int,
             )
         reads = [(v, _read(spark, checkpoint, batch_id, op, stateVarName=v,
                            flattenCollectionTypes="false")) for v in op.variables]  # fmt: skip
+        if op.name == GROUP_STATE_OPERATOR:
+            df = _read(spark, checkpoint, batch_id, op)
+            timeout = F.col("value.timeoutTimestamp")
+            names.append(prefix + op.name)
+            frames.append(
+                df.select(
+                    _key_text(df).alias("key"),
+                    F.lit(prefix + op.name),
+                    F.to_json("value.groupState"),
+                    F.lit(None).cast("long"),
+                )
+            )
+            frames.append(
+                df.where(timeout >= 0).select(
+                    _key_text(df).alias("key"),
+                    F.lit(None).cast("string"),
+                    F.lit(None).cast("string"),
+                    timeout,
+                )
+            )
+            continue
         if op.time_mode is None:
             reads = [(op.name, _read(spark, checkpoint, batch_id, op))]
         for name, df in reads:
@@ -214,7 +241,9 @@ def _key_state(row: Any) -> KeyState:
 def _state(spark: SparkSession, checkpoint: Path, stream: str,
            batch_id: int | None) -> tuple[int, list[Operator], DataFrame, tuple[str, ...]]:  # fmt: skip
     batch = committed_batch(checkpoint, stream) if batch_id is None else batch_id
-    operators = read_operators(spark, checkpoint, batch)
+    operators = [replace(op, time_mode=recorded_time_mode(checkpoint))
+                 if op.name == GROUP_STATE_OPERATOR else op
+                 for op in read_operators(spark, checkpoint, batch)]  # fmt: skip
     if not operators:
         raise StateUnavailable(
             f"{stream} keeps no state: its query has no stateful operator (a bronze stream, or "

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from platform_pipelines.core.storage import location
+from platform_pipelines.lakehouse.checkpoints import DECLARATION_FILE
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
-
-DECLARATION_FILE = "_declaration.json"
 
 
 class DeclarationChanged(RuntimeError):
@@ -43,7 +42,7 @@ def declaration_of(stream: Stream, upstream: str | None = None) -> dict[str, Any
         "output": dict(stream.output_schema),
         "output_mode": stream.output_mode,
         "upstream": upstream,
-        "time_mode": stream.time_mode if stream.logic is not None else None,
+        "time_mode": stream.time_mode if stream.logic or stream.state_format else None,
         **({"state_format": stream.state_format} if stream.state_format else {}),
     }
 
@@ -130,12 +129,3 @@ def _legacy_time_mode(stream: Stream) -> str:
     return {"event_time": "EventTime", "processing_time": "ProcessingTime"}.get(
         timeout or "", "None"
     )
-
-
-def recorded_time_mode(checkpoint: Path) -> str | None:
-    """The time mode ``checkpoint`` runs its logic in (None: not recorded)."""
-    try:
-        mode = json.loads((location(checkpoint) / DECLARATION_FILE).read_text()).get("time_mode")
-    except (OSError, ValueError):
-        return None
-    return str(mode) if mode else None

@@ -23,10 +23,9 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
 from platform_pipelines.kafka.security import kafka_security
-from platform_pipelines.lakehouse.checkpoints import read_plan
+from platform_pipelines.lakehouse.checkpoints import read_plan, recorded_time_mode
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
-from platform_pipelines.streams.evolution import recorded_time_mode
 from platform_pipelines.streams.keyed import apply_keyed_logic
 from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
 from platform_pipelines.streams.validate import DeclarationError

@@ -138,13 +138,16 @@ def test_user_sessions_state_shows_an_open_session_with_its_timer_at_last_event_
 
     report = show(lake, "user_sessions", "--top", "3")
 
+    # The built-in sessions run on flatMapGroupsWithState: one groupState per user, its timeout
+    # the timer, the time mode from the stream's declaration.
     assert (report["batch_id"], report["parts"], report["time_mode"]) == (
-        1, ["session", "pending"], "EventTime")  # fmt: skip
+        1, ["flatMapGroupsWithState"], "EventTime")  # fmt: skip
     shown = {s["key"]: s for s in report["shown"]}
     assert set(shown) == {"u3", "u4", "u5"}  # u1 logged out, u2's session timed out
+    u4_json = f'{{"open":{spark_json(U4_SESSION)},"pending":[]}}'
     assert shown["u4"] == {
-        "key": "u4", "bytes": 2 + len(spark_json(U4_SESSION)) + 8, "timers_ms": [ms(135)],
-        "timers": ["2026-11-22T12:15:00.000Z"], "value": {"session": U4_SESSION},
+        "key": "u4", "bytes": 2 + len(u4_json) + 8, "timers_ms": [ms(135)],
+        "timers": ["2026-11-22T12:15:00.000Z"], "value": {"open": U4_SESSION, "pending": []},
     }  # fmt: skip
     # u3's only event is beyond the watermark (110): held, with a timer at its event time
     assert (shown["u3"]["value"], shown["u3"]["timers_ms"]) == ({"pending": [U3_HELD]}, [ms(120)])

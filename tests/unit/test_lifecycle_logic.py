@@ -98,7 +98,7 @@ def test_a_retired_checkpoint_cannot_be_locked_again(tmp_path):
 
 
 def test_a_checkpoint_keeps_the_time_mode_it_started_with(tmp_path):
-    from platform_pipelines.streams.evolution import recorded_time_mode
+    from platform_pipelines.lakehouse.checkpoints import recorded_time_mode
     from user_streams.running_count import STREAMS
 
     counts = STREAMS[0]  # a watermark and no timeout: event time on a new checkpoint
