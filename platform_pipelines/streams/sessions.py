@@ -1,9 +1,9 @@
-"""Gold ``user_sessions``: the sessionization state machine run by Spark, with either stateful API.
+"""Gold ``user_sessions``: the sessionization state machine (``state.sessions``) run by Spark.
 
-Both adapters only convert rows and call ``platform_pipelines.state.sessions``: they keep each
-user's open session and held events, one event-time timer per user (when it next needs attention),
-and emit closed sessions in append mode. Timestamps cross the Python boundary as UTC (the platform
-pins ``spark.sql.session.timeZone``).
+By default its Java port runs in the JVM (``jvm/sessions``; no Python call per user). The two
+Python adapters only convert rows and call ``state.sessions``. Each keeps a user's open session
+and held events, one event-time timer per user, and emits closed sessions in append mode; times
+cross the Python boundary as UTC (the platform pins ``spark.sql.session.timeZone``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 import pandas as pd
+from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -115,12 +116,10 @@ def sessionize(
             column (``streams.query.with_watermark``); the watermark releases held events and
             closes idle sessions.
         gap: event-time inactivity that closes a session.
-        api: ``"jvm"`` (the default: the same state machine ported to Java,
-            ``jvm/sessions``, on ``flatMapGroupsWithState``, 5-40x faster: no row or state call
-            crosses into Python), ``"transform_with_state"`` (the Python state machine on the
-            row-based state API v2) or ``"apply_in_pandas_with_state"`` (the Python state machine
-            on GroupState). All three give the same rows; the state layouts differ, so a
-            checkpoint stays with the API it started with.
+        api: ``"jvm"`` (the default: the state machine ported to Java, ``jvm/sessions``, on
+            ``flatMapGroupsWithState``; no row or state call crosses into Python), or the Python
+            state machine on ``"transform_with_state"`` or ``"apply_in_pandas_with_state"``.
+            All give the same rows; a checkpoint stays with the API it started with.
 
     Usage (needs a SparkSession, so not a doctest)::
 
@@ -147,18 +146,19 @@ def sessionize(
 
 
 def _jvm_sessionize(events: DataFrame, cfg: SessionConfig) -> DataFrame:
-    """``platform.sessions.Sessionizer`` (compiled by ``jvm.ensure_compiled``, on the classpath of
-    every platform session) over the columns it reads; its epoch-ms times become timestamps."""
+    """``platform.sessions.Sessionizer`` (``jvm.ensure_compiled``); epoch ms become timestamps."""
     spark = events.sparkSession
     prepared = events.select(
         "user_id", "event_id", "event_type", "page", "amount",
         F.unix_millis("event_time").alias("event_time_ms"), WATERMARK_COLUMN,
     )  # fmt: skip
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    sessions = DataFrame(
-        jvm.platform.sessions.Sessionizer.sessionize(prepared._jdf, cfg.gap_ms, cfg.max_pages),
-        spark,
-    )
+    sessionizer = None if spark._jvm is None else spark._jvm.platform.sessions.Sessionizer
+    if not isinstance(sessionizer, JavaClass):
+        raise RuntimeError(
+            "This SparkSession has no platform.sessions.Sessionizer (jvm/sessions): start it with "
+            "build_spark_session, or pass api='transform_with_state'."
+        )
+    sessions = DataFrame(sessionizer.sessionize(prepared._jdf, cfg.gap_ms, cfg.max_pages), spark)
     as_time = {"session_start": "session_start_ms", "session_end": "session_end_ms"}
     return sessions.select(
         *[F.timestamp_millis(as_time[n]).alias(n) if n in as_time else n

@@ -165,3 +165,63 @@ def test_the_processor_holds_events_until_the_watermark_and_closes_at_last_event
         "close_reason": "timeout",
     }
     assert tester.peekValueState("session", "u1") is None
+
+
+def hostile_batches(seed: int, users: int = 12, batches: int = 4, per_batch: int = 150) -> list:
+    """Disordered clickstream batches that stress every rule: events out of order within and
+    across batches, equal times (ordered by id), gaps of exactly and just over 30 minutes,
+    logouts, purchases with a null, zero, negative-zero or positive amount, pages missing, more
+    than 10 pages per session, and events far behind the watermark (dropped as late)."""
+    import random
+
+    rng = random.Random(seed)
+    base = datetime(2026, 11, 22, 10, tzinfo=UTC)
+    clock = [0] * users  # per user, minutes after ``base`` its events have reached
+    out, n = [], 0
+    for b in range(batches):
+        rows = []
+        for _ in range(per_batch):
+            u = rng.randrange(users)
+            clock[u] += rng.choices([0, 1, 2, 5, 29, 30, 31, 45], [20, 30, 20, 10, 6, 6, 3, 3])[0]
+            minute = clock[u] - rng.choice([0, 0, 0, 3, 12]) + (b * 20 if u % 3 == 0 else 0)
+            if rng.random() < 0.03:
+                minute -= 300  # ancient: behind the watermark by the time it arrives
+            kind = rng.choices(["page_view", "checkout", "purchase", "logout"], [83, 6, 8, 3])[0]
+            amount = rng.choice([None, 0.0, -0.0, 12.5, 3.1]) if kind == "purchase" else None
+            at = base + timedelta(minutes=minute, seconds=rng.choice([0, 0, 30]))
+            n += 1
+            rows.append({"event_id": f"e{n:05d}", "user_id": f"u{u}", "event_type": kind,
+                         "page": rng.choice([None, "/a", "/b", "/c"]), "amount": amount,
+                         "event_time": at.isoformat().replace("+00:00", "Z")})  # fmt: skip
+        rng.shuffle(rows)
+        out.append(rows)
+    return out
+
+
+def test_the_jvm_port_emits_exactly_the_python_state_machines_sessions_on_hostile_input(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    tables = {}
+    for api in ("jvm", "transform_with_state"):
+        root = tmp_path / api
+        source = root / "events"
+        source.mkdir(parents=True)
+        for b, rows in enumerate(hostile_batches(seed=5)):
+            (source / f"{b}.json").write_text("\n".join(json.dumps(r) for r in rows))
+            events = spark.readStream.schema(CLICKSTREAM).json(str(source))
+            sessions = sessionize(with_watermark(events, "event_time", timedelta(minutes=10)),
+                                  api=api)  # type: ignore[arg-type]  # fmt: skip
+            query = (sessions.writeStream.format("delta").outputMode("append")
+                     .option("checkpointLocation", str(root / "checkpoint"))
+                     .trigger(availableNow=True).start(str(root / "sessions")))  # fmt: skip
+            try:
+                query.awaitTermination(300)
+            finally:
+                query.stop()
+        table = spark.read.format("delta").load(str(root / "sessions"))
+        tables[api] = sorted(tuple(r) for r in table.collect())
+
+    assert len(tables["jvm"]) > 40  # sessions closed by timeout and by logout, across batches
+    assert {r[-1] for r in tables["jvm"]} == {"timeout", "logout"}
+    assert any(len(r[6]) == 10 for r in tables["jvm"])  # a session kept only its last 10 pages
+    assert tables["jvm"] == tables["transform_with_state"]
