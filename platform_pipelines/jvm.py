@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -119,8 +120,17 @@ def ensure_compiled(name: str) -> Path:
     return jar
 
 
+def _javac() -> str | None:
+    """``javac`` from PATH, JAVA_HOME, or beside the ``java`` on PATH."""
+    java = shutil.which("java")
+    beside = [Path(java).resolve().parent / "javac"] if java else []
+    home = [Path(os.environ["JAVA_HOME"]) / "bin" / "javac"] if os.environ.get("JAVA_HOME") else []
+    found = [str(p) for p in (*home, *beside) if p.is_file()]
+    return shutil.which("javac") or (found[0] if found else None)
+
+
 def _compile(sources: list[Path], jar: Path, spark_jars: Path) -> None:
-    javac = shutil.which("javac")
+    javac = _javac()
     if javac is None:
         raise JvmSetupError(
             "The Java compiler (`javac`) was not found: the platform compiles its JVM code once "

@@ -4,7 +4,8 @@
 # (docker-compose.yml is validated with `docker compose config`; no Docker engine is started), and
 # nginx with openssl (tests/ui/test_auth_proxy.py runs the committed login proxy as a plain
 # process), and the PostgreSQL server (tests/dagster/test_postgres_instance.py runs Dagster on its
-# own throwaway cluster; the binaries live in /usr/lib/postgresql/<version>/bin, off PATH).
+# own throwaway cluster; the binaries live in /usr/lib/postgresql/<version>/bin, off PATH), and
+# javac when Java 17 is only a JRE (the platform compiles its sessionizer, jvm/sessions, once).
 # Installs what is missing when it can (root, or sudo without a password); otherwise stops at once
 # with the one command to run.
 set -euo pipefail
@@ -17,6 +18,9 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v pg_ctl >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null \
   || missing+=(postgresql)
+{ command -v javac >/dev/null || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] \
+  || [ -x "$(dirname "$(readlink -f "$(command -v java)")")/javac" ]; } \
+  || missing+=(openjdk-17-jdk-headless)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then
