@@ -1,9 +1,10 @@
-# The platform's image for docker-compose.yml: Python 3.11, Java 17, the project and its JVM jars.
+# The platform's image for docker-compose.yml: Python 3.11, a Java 17 JDK (javac compiles the
+# sessionizer, jvm/sessions, at build time), the project and its JVM jars.
 # The Dagster services and the Spark master and workers all run it (one Spark, one Python).
 FROM python:3.11-slim-bookworm
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

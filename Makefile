@@ -17,7 +17,7 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
-setup: $(INSTALLED) ## Create .venv, check Java 17+, resolve the JVM jars (once)
+setup: $(INSTALLED) ## Create .venv, check Java 17+, resolve the JVM jars, compile the sessionizer (once)
 	$(BIN)/platform setup
 
 demo: setup ## The main job: local Kafka, synthetic topics, every stream through Dagster, a summary

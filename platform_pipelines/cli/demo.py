@@ -22,11 +22,12 @@ from platform_pipelines.core.units import count, duration
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
 
-@click.command(short_help="Check Java and resolve the JVM jars (once; offline afterwards).")
+@click.command(short_help="Check Java, resolve the JVM jars, compile the sessionizer (once).")
 @friendly_errors
 def setup() -> None:
-    """Check Java 17+ and resolve the JVM artifacts from Maven Central (once)."""
-    from platform_pipelines.jvm import ensure_jars, require_java
+    """Check Java 17+, resolve the JVM artifacts from Maven Central and compile the platform's
+    Java code (once; offline afterwards)."""
+    from platform_pipelines.jvm import ensure_compiled, ensure_jars, require_java
 
     table = Table("component", "status")
     table.add_row("Java", f"{require_java()} (>= 17 needed)")
@@ -34,6 +35,8 @@ def setup() -> None:
         with console.status(f"Resolving {name} jars from Maven Central (first time only)..."):
             jars = ensure_jars(name)
         table.add_row(f"{name} jars", f"{len(jars)} in {get_settings().jars_dir / name}")
+    with console.status("Compiling jvm/sessions (first time only)..."):
+        table.add_row("sessions (compiled)", str(ensure_compiled("sessions")))
     console.print(table)
 
 
