@@ -85,6 +85,13 @@ class SparkOptions:
         return cls(**{**values, **overrides})  # type: ignore[arg-type]
 
 
+# Spark's generated code for a wide projection (bronze's parse: a rule per field) passes
+# HotSpot's 8,000-byte limit for compiling a method and would run interpreted: bronze's parse
+# takes 1.5x as long then (benchmarks/bench_bronze_parse.py).
+JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
+JVM_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
 def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
     """All Spark settings for ``options``, with ``jars`` (Delta, Kafka connector) on the classpath."""
     conf = {
@@ -114,6 +121,8 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
     }
     conf.update(options.s3a_conf)
     conf.update(options.extra_conf)
+    for key in JVM_OPTION_KEYS:  # the deployment's own options come after (they win)
+        conf[key] = " ".join(filter(None, [JIT_OPTIONS, options.extra_conf.get(key)]))
     return conf
 
 

@@ -79,5 +79,6 @@ def test_a_cluster_deployment_binds_everywhere_and_advertises_its_host(monkeypat
     conf = spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
     assert conf["spark.driver.bindAddress"] == "0.0.0.0"
     assert conf["spark.driver.host"] == "driver.internal"
-    # The deployment, unlike a run, may set anything.
-    assert conf["spark.driver.extraJavaOptions"] == "-Dx=1"
+    # The deployment, unlike a run, may set anything; the platform's JIT option stays first.
+    assert conf["spark.driver.extraJavaOptions"] == "-XX:-DontCompileHugeMethods -Dx=1"
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:-DontCompileHugeMethods"
