@@ -40,7 +40,8 @@ from platform_pipelines.lakehouse.tables import (
     QUARANTINE_TABLE,
     RESCUED_COLUMN,
 )
-from platform_pipelines.streams.bronze import POSITION, parse_records
+from platform_pipelines.spark.together import run_together
+from platform_pipelines.streams.bronze import POSITION, RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
 from platform_pipelines.streams.expressions import human_duration
 
@@ -103,23 +104,30 @@ class IngestWriter:
     def __init__(self, source: KafkaSource, target: Target) -> None:
         self._source = source
         self._target = target
+        self._parser = RecordParser(source)
         self._good = [*source.schema, *POSITION, RESCUED_COLUMN]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         clock = batch_clock(self._target.checkpoint, batch_id)
-        parsed = parse_records(batch, self._source, from_ms(clock.timestamp_ms)).persist()
+        parsed = self._parser.parse(batch, from_ms(clock.timestamp_ms)).persist()
         try:
             row = parsed.agg(F.count(F.lit(1)).alias("n"), F.count("reason").alias("bad")).first()
             total, bad = int(row["n"]), int(row["bad"])  # type: ignore[index]
             target, app = self._target, self._target.app_id(self._source.table)
+            writes = []
             if total - bad:
                 good = parsed.where(F.col("reason").isNull()).select(*self._good)
-                target.append(good, self._source.table, f"{app}/raw", batch_id, clock)
+                writes.append(lambda: target.append(good, self._source.table, f"{app}/raw",
+                                                    batch_id, clock))  # fmt: skip
             if bad:
-                target.append(self._quarantined(parsed, clock), QUARANTINE_TABLE,
-                              f"{app}/quarantine", batch_id, clock)  # fmt: skip
+                writes.append(lambda: target.append(self._quarantined(parsed, clock),
+                                                    QUARANTINE_TABLE, f"{app}/quarantine",
+                                                    batch_id, clock))  # fmt: skip
             counts = BatchCounts(rows_in=total, rows_out=total - bad, rows_quarantined=bad)
-            target.record(batch, batch_id, counts, clock, watermarked=False)
+            writes.append(lambda: target.record(batch, batch_id, counts, clock, watermarked=False))
+            # Three tables: the commits overlap. Each is idempotent, so a batch that fails in
+            # one of them is replayed and completes the others.
+            run_together(*writes)
         finally:
             parsed.unpersist()
 
@@ -149,11 +157,19 @@ class StageWriter:
         output = self._guarded(batch.select(*self._columns), clock).persist()
         try:
             rows_out = output.count()
-            if rows_out:
-                self._write_output(output, batch_id, clock)
-            rows_in, rows_late = self._input(batch, batch_id, clock)
-            counts = BatchCounts(rows_in=rows_in, rows_out=rows_out, rows_late=rows_late)
-            self._target.record(batch, batch_id, counts, clock, self._stream.watermark is not None)
+
+            def late_rows_and_ledger() -> None:
+                rows_in, rows_late = self._input(batch, batch_id, clock)
+                counts = BatchCounts(rows_in=rows_in, rows_out=rows_out, rows_late=rows_late)
+                watermarked = self._stream.watermark is not None
+                self._target.record(batch, batch_id, counts, clock, watermarked)
+
+            # The output's commit overlaps the late rows' and the ledger's; each is idempotent,
+            # so a batch that fails in one of them is replayed and completes the others.
+            run_together(
+                *([lambda: self._write_output(output, batch_id, clock)] if rows_out else []),
+                late_rows_and_ledger,
+            )
         finally:
             output.unpersist()
 
