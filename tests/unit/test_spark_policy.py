@@ -70,6 +70,7 @@ def test_the_driver_listens_on_loopback_and_the_ui_cannot_kill_jobs_by_default()
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert conf["spark.driver.host"] == "127.0.0.1"
     assert conf["spark.ui.killEnabled"] == "false"
+    assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
 
 
 def test_a_cluster_deployment_binds_everywhere_and_advertises_its_host(monkeypatch):
