@@ -9,9 +9,10 @@ from __future__ import annotations
 import fcntl
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -22,6 +23,7 @@ from platform_pipelines.core.names import check_name, quote_column
 from platform_pipelines.core.storage import on_object_store, remove_tree
 from platform_pipelines.lakehouse.delta_log import last_written_batch
 from platform_pipelines.lakehouse.pointers import current_folder
+from platform_pipelines.spark.together import run_together
 
 # MERGE takes the commit's user metadata from the session, not from a writer option.
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -61,17 +63,23 @@ class Lakehouse:
         created by one process at a time by running streams in one driver (README "Object
         storage").
         """
-        path = self.table(name)
-        if has_commit(path):
-            return path
+        self.ensure_tables(spark, {name: schema})
+        return self.table(name)
+
+    def ensure_tables(self, spark: SparkSession, schemas: Mapping[str, StructType]) -> None:
+        """``ensure_table`` for several tables: the missing ones are created under one hold of
+        the lock, their commits overlapping (a stream's first start creates up to four)."""
+        if all(has_commit(self.table(n)) for n in schemas):
+            return
         with self._creating():
-            if not has_commit(path):
-                if path.exists() and not on_object_store(path):
-                    remove_tree(path)
-                spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(
-                    str(path)
-                )
-        return path
+            missing = {n: s for n, s in schemas.items() if not has_commit(self.table(n))}
+            run_together(*[partial(self._create, spark, n, s) for n, s in missing.items()])
+
+    def _create(self, spark: SparkSession, name: str, schema: StructType) -> None:
+        path = self.table(name)
+        if path.exists() and not on_object_store(path):
+            remove_tree(path)
+        spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(str(path))
 
     @contextmanager
     def _creating(self) -> Iterator[None]:

@@ -62,8 +62,7 @@ def start_stream(ctx: StreamContext, stream: Stream, options: RunOptions, phase:
                  ) -> StreamingQuery:  # fmt: skip
     """Create the stream's tables if needed and start one phase of its query."""
     check_checkpoint(ctx, stream.name)
-    for table, schema in {**stream.outputs, LEDGER_TABLE: LEDGER}.items():
-        ctx.lakehouse.ensure_table(ctx.spark, table, schema)
+    ctx.lakehouse.ensure_tables(ctx.spark, {**stream.outputs, LEDGER_TABLE: LEDGER})
     catch_up = phase == "catch_up"
     ctx = replace(
         ctx, max_offsets_per_trigger=options.max_offsets_per_trigger if catch_up else None
