@@ -108,6 +108,13 @@ def _interrupt(signum: int, frame: object) -> None:
     "--drain-seconds", type=float, help="How long to wait for the last latency rows [90; quick 30]."
 )
 @click.option(
+    "--producer",
+    type=click.Choice(["jvm", "python"]),
+    default="jvm",
+    show_default=True,
+    help="The latency input's producer: Kafka's Java client, or kafka-python (~4,000/s here).",
+)
+@click.option(
     "--keys",
     help="Key counts of the scaling curve [10000,100000,1000000; quick 2000,8000]; "
     "the restart is measured at the largest.",
@@ -212,7 +219,8 @@ def _run(cfg: dict[str, Any], work: Path, figures: Figures, say: Any) -> dict[st
             throughput.run_dedup_path(env, figures, "bench-input", cfg["events"], repeat, say)
         if "latency" in cfg["sections"]:
             lcfg = latency.LatencyConfig(cfg["rate"], cfg["latency_seconds"], cfg["latency_users"],
-                                         cfg["trigger_seconds"], cfg["drain_seconds"])  # fmt: skip
+                                         cfg["trigger_seconds"], cfg["drain_seconds"],
+                                         producer=cfg["producer"])  # fmt: skip
             latency.run_latency(env, figures, lcfg, repeat, say)
         if "scaling" in cfg["sections"]:
             scaling.run_scaling(env, figures, scaling.ScalingConfig(cfg["keys"]), repeat, say)

@@ -52,6 +52,7 @@ class LatencyConfig:
     trigger_seconds: float
     drain_seconds: float
     seed: int = 7
+    producer: str = "jvm"  # or "python" (kafka-python; ~4,000 records/s beside Spark)
 
 
 def run_latency(env: Env, figures: Figures, cfg: LatencyConfig, repeat: int, say: Say) -> None:
@@ -85,7 +86,7 @@ def _measure(env: Env, cfg: LatencyConfig, variant: str, r: int, say: Say) -> di
             raise RuntimeError(f"latency {variant}: the warm-up records never became visible")
         before = visible_rows(table)
         load_before, cpu_before, began = load(), cpu_seconds(), time.perf_counter()
-        sent = _produce_in_subprocess(env, topic, cfg.rate, asdict(measured))
+        sent = _produce_in_subprocess(env, topic, cfg.rate, asdict(measured), cfg.producer)
         produced = time.perf_counter()
         _wait_visible(table, before + len(sent["sent_ms"]), cfg.drain_seconds, alive)
         ended, cpu_after = time.perf_counter(), cpu_seconds()
@@ -164,14 +165,14 @@ def _platform(env: Env, topic: str, trigger: float, r: int
         thread.join(180)
 
 
-def _produce_in_subprocess(env: Env, topic: str, rate: float,
-                           config: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _produce_in_subprocess(env: Env, topic: str, rate: float, config: dict[str, Any],
+                           producer: str) -> dict[str, Any]:  # fmt: skip
     """Run the paced producer in its own process; what it sent and when."""
     folder = env.work / f"latency-producer-{topic}"
     folder.mkdir(parents=True, exist_ok=True)
     config["start_time"] = config["start_time"].isoformat()
     spec = {"bootstrap": env.bootstrap, "topic": topic, "rate": rate, "config": config,
-            "out": str(folder / "sent.json")}  # fmt: skip
+            "out": str(folder / "sent.json"), "producer": producer}  # fmt: skip
     (folder / "spec.json").write_text(json.dumps(spec))
     command = [sys.executable, "-m", "benchmarks.harness.produce_worker", str(folder / "spec.json")]
     with (folder / "producer.log").open("wb") as log:
