@@ -26,6 +26,8 @@ from pathlib import Path
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
 JVM_DIR = REPO_ROOT / "jvm"
+# The platform's own Java code (jvm/<name>/src): the built-in sessions and alerts.
+COMPILED = ("sessions", "alerts")
 MIN_JAVA = 17
 _JAR_VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
 

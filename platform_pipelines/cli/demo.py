@@ -22,12 +22,12 @@ from platform_pipelines.core.units import count, duration
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
 
-@click.command(short_help="Check Java, resolve the JVM jars, compile the sessionizer (once).")
+@click.command(short_help="Check Java, resolve the JVM jars, compile sessions and alerts.")
 @friendly_errors
 def setup() -> None:
     """Check Java 17+, resolve the JVM artifacts from Maven Central and compile the platform's
     Java code (once; offline afterwards)."""
-    from platform_pipelines.jvm import ensure_compiled, ensure_jars, require_java
+    from platform_pipelines.jvm import COMPILED, ensure_compiled, ensure_jars, require_java
 
     table = Table("component", "status")
     table.add_row("Java", f"{require_java()} (>= 17 needed)")
@@ -35,8 +35,9 @@ def setup() -> None:
         with console.status(f"Resolving {name} jars from Maven Central (first time only)..."):
             jars = ensure_jars(name)
         table.add_row(f"{name} jars", f"{len(jars)} in {get_settings().jars_dir / name}")
-    with console.status("Compiling jvm/sessions (first time only)..."):
-        table.add_row("sessions (compiled)", str(ensure_compiled("sessions")))
+    for name in COMPILED:
+        with console.status(f"Compiling jvm/{name} (first time only)..."):
+            table.add_row(f"{name} (compiled)", str(ensure_compiled(name)))
     console.print(table)
 
 

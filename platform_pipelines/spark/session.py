@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from platform_pipelines.core.storage import on_object_store
-from platform_pipelines.jvm import ensure_compiled, ensure_jars, require_java
+from platform_pipelines.jvm import COMPILED, ensure_compiled, ensure_jars, require_java
 from platform_pipelines.settings import PlatformSettings, get_settings
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -177,7 +177,7 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     """
     options = options or SparkOptions()
     require_java()
-    jars = [*ensure_jars("spark"), ensure_compiled("sessions")]
+    jars = [*ensure_jars("spark"), *(ensure_compiled(name) for name in COMPILED)]
     if options.s3a_conf:
         jars += ensure_jars("s3")
     conf = spark_conf(options, jars)

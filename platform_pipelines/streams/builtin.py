@@ -22,8 +22,9 @@ from platform_pipelines.events import (
     HEARTBEAT_REQUIRED,
     HEARTBEATS_TOPIC,
 )
-from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig, FailedLoginAlerts
+from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig
 from platform_pipelines.state.status import STATUS_FIELDS, ServiceStatus, StatusConfig
+from platform_pipelines.streams.alerts import ALERTS_STATE_FORMAT, failed_login_alerts
 from platform_pipelines.streams.declare import (
     InitialState,
     KafkaSource,
@@ -86,6 +87,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
     """The platform's own stateful streams."""
     cfg = cfg or BuiltinSettings()
     gap = cfg.session_gap
+    alerts = AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
     return [
         StatefulStream(
             name="events",
@@ -120,13 +122,12 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             "state is removed by an event-time timeout.",
             source=TableSource("events"),
             key="user_id",
-            logic=FailedLoginAlerts(
-                AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
-            ),
+            transform=lambda events: failed_login_alerts(events, alerts),
             output_schema=ALERT_FIELDS,
             unique_key="alert_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
+            state_format=ALERTS_STATE_FORMAT,
         ),
         StatefulStream(
             name="service_status",

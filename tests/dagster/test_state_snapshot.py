@@ -16,7 +16,6 @@ from platform_pipelines.lakehouse.state_reader import SNAPSHOT_TABLE
 from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.builtin import builtin_streams
-from platform_pipelines.streams.keyed import encode
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import at
@@ -75,10 +74,11 @@ def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(spark, lake)
     run_streams(StreamContext(spark, lake, "127.0.0.1:1"), [alerts], RunOptions(mode="catch_up"),
                 lambda *_: None)  # fmt: skip
     u5, u6 = {"failures_ms": [ms(0), ms(1), ms(2)]}, {"failures_ms": [ms(0)]}
-    timers = {"u5": ms(12), "u6": ms(10)}  # the newest failure + the 10 min window
+    # flatMapGroupsWithState (the alerts' Java port): the key, its groupState as JSON and the
+    # 8-byte timeout
     sizes = {
-        "u5": 2 + len(encode(u5, timers["u5"])) + 8,
-        "u6": 2 + len(encode(u6, timers["u6"])) + 8,
+        "u5": 2 + len(json.dumps(u5, separators=(",", ":"))) + 8,
+        "u6": 2 + len(json.dumps(u6, separators=(",", ":"))) + 8,
     }
     job = snapshot_job(streams)
 

@@ -1,0 +1,40 @@
+"""The built-in failed-login alerts on Spark: the Java port of ``state/alerts.py``.
+
+``state/alerts.py`` is the specification (plain Python, with its unit tests); the built-in
+``security_alerts`` stream runs its line-for-line Java port (``jvm/alerts``) on
+``flatMapGroupsWithState``, because the Python rules on ``transformWithState`` spent their time in
+calls to Spark's state server. The Python ``FailedLoginAlerts`` still runs as ``KeyedLogic`` for
+whoever declares it with ``logic=``, and a Spark test asserts both give equal tables.
+"""
+
+from __future__ import annotations
+
+from py4j.java_gateway import JavaClass
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig
+from platform_pipelines.streams.watermark import WATERMARK_COLUMN
+
+ALERTS_STATE_FORMAT = "alerts-jvm/1 (flatMapGroupsWithState)"
+_AS_TIME = {"first_failure_time": "first_failure_ms", "last_failure_time": "last_failure_ms"}
+
+
+def failed_login_alerts(events: DataFrame, cfg: AlertConfig) -> DataFrame:
+    """Alerts (``ALERT_FIELDS``) of silver ``events`` carrying the watermark column; run by
+    ``platform.alerts.FailedLoginAlerts`` (``jvm.ensure_compiled("alerts")``)."""
+    spark = events.sparkSession
+    prepared = events.select(
+        "user_id", "event_type", F.unix_millis("event_time").alias("event_time_ms"),
+        WATERMARK_COLUMN,
+    )  # fmt: skip
+    alerts = None if spark._jvm is None else spark._jvm.platform.alerts.FailedLoginAlerts
+    if not isinstance(alerts, JavaClass):
+        raise RuntimeError(
+            "This SparkSession has no platform.alerts.FailedLoginAlerts (jvm/alerts): start it "
+            "with build_spark_session, or declare the stream with logic=FailedLoginAlerts(...)."
+        )
+    raised = DataFrame(alerts.alerts(prepared._jdf, cfg.threshold, cfg.window_ms), spark)
+    return raised.select(
+        *[F.timestamp_millis(_AS_TIME[n]).alias(n) if n in _AS_TIME else n for n in ALERT_FIELDS]
+    )
