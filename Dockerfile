@@ -1,5 +1,5 @@
 # The platform's image for docker-compose.yml: Python 3.11, a Java 17 JDK (javac compiles the
-# sessionizer, jvm/sessions, at build time), the project and its JVM jars.
+# built-in sessions and alerts, jvm/sessions and jvm/alerts, at build time), the project and its JVM jars.
 # The Dagster services and the Spark master and workers all run it (one Spark, one Python).
 FROM python:3.11-slim-bookworm
 
