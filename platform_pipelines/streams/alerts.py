@@ -9,10 +9,10 @@ whoever declares it with ``logic=``, and a Spark test asserts both give equal ta
 
 from __future__ import annotations
 
-from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from platform_pipelines.spark.java_code import platform_class
 from platform_pipelines.state.alerts import ALERT_FIELDS, AlertConfig
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
@@ -28,12 +28,8 @@ def failed_login_alerts(events: DataFrame, cfg: AlertConfig) -> DataFrame:
         "user_id", "event_type", F.unix_millis("event_time").alias("event_time_ms"),
         WATERMARK_COLUMN,
     )  # fmt: skip
-    alerts = None if spark._jvm is None else spark._jvm.platform.alerts.FailedLoginAlerts
-    if not isinstance(alerts, JavaClass):
-        raise RuntimeError(
-            "This SparkSession has no platform.alerts.FailedLoginAlerts (jvm/alerts): start it "
-            "with build_spark_session, or declare the stream with logic=FailedLoginAlerts(...)."
-        )
+    alerts = platform_class(spark, "platform.alerts.FailedLoginAlerts",
+                            "declare the stream with logic=FailedLoginAlerts(...)")  # fmt: skip
     raised = DataFrame(alerts.alerts(prepared._jdf, cfg.threshold, cfg.window_ms), spark)
     return raised.select(
         *[F.timestamp_millis(_AS_TIME[n]).alias(n) if n in _AS_TIME else n for n in ALERT_FIELDS]

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any, Literal
 
 import pandas as pd
-from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
@@ -36,6 +35,7 @@ from pyspark.sql.types import (
 )
 
 from platform_pipelines.core.times import EPOCH, MS, as_utc
+from platform_pipelines.spark.java_code import platform_class
 from platform_pipelines.state.sessions import (
     ClosedSession,
     SessionConfig,
@@ -152,12 +152,9 @@ def _jvm_sessionize(events: DataFrame, cfg: SessionConfig) -> DataFrame:
         "user_id", "event_id", "event_type", "page", "amount",
         F.unix_millis("event_time").alias("event_time_ms"), WATERMARK_COLUMN,
     )  # fmt: skip
-    sessionizer = None if spark._jvm is None else spark._jvm.platform.sessions.Sessionizer
-    if not isinstance(sessionizer, JavaClass):
-        raise RuntimeError(
-            "This SparkSession has no platform.sessions.Sessionizer (jvm/sessions): start it with "
-            "build_spark_session, or pass api='transform_with_state'."
-        )
+    sessionizer = platform_class(
+        spark, "platform.sessions.Sessionizer", "pass api='transform_with_state'"
+    )
     sessions = DataFrame(sessionizer.sessionize(prepared._jdf, cfg.gap_ms, cfg.max_pages), spark)
     as_time = {"session_start": "session_start_ms", "session_end": "session_end_ms"}
     return sessions.select(
