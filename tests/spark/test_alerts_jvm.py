@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 CONFIG = AlertConfig(threshold=3, window_ms=10 * 60 * 1000)
 
 
-def hostile_batches(seed: int, users: int = 8, batches: int = 4, per_batch: int = 160) -> list:
+def hostile_batches(seed: int, users: int = 8, batches: int = 3, per_batch: int = 220) -> list:
     """Disordered login batches that stress every rule: failures out of order within and across
     batches, equal failure times, gaps of exactly the window and just over it, successes that
     reset, other event types (ignored), and events far behind the watermark (dropped as late).
