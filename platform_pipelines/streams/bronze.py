@@ -98,6 +98,14 @@ class RecordParser:
             rescued.alias(RESCUED_COLUMN),
             F.nullif(F.concat_ws("; ", *_problems(source)), F.lit("")).alias("reason"),
         ]  # fmt: skip
+        # The original text and bytes only go to the quarantine: a good record drops them, so
+        # a batch held in memory for its writes does not hold every record twice.
+        bad = F.col("reason").isNotNull()
+        self._kept: list[Column | str] = [
+            F.when(bad, F.col("raw_value")).alias("raw_value"),
+            F.when(bad, F.col("raw_bytes")).alias("raw_bytes"),
+            "raw_size", *POSITION, *names, RESCUED_COLUMN, "reason",
+        ]  # fmt: skip
 
     def parse(self, kafka_rows: DataFrame, now: datetime) -> DataFrame:
         """``now`` is the processing clock that event times are judged against: the
@@ -111,6 +119,7 @@ class RecordParser:
             .select("*", *self._kinds)
             .select("*", *self._typed)
             .select(*self._out)
+            .select(*self._kept)
         )
 
 
