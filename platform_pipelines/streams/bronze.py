@@ -82,17 +82,21 @@ class RecordParser:
         ]  # fmt: skip
         names = list(source.schema)
         declared = F.array(*[F.lit(n) for n in names])
-        # null unless the record is a JSON object
-        self._fields = F.try_variant_get("_v", "$", "map<string,variant>").alias("_fields")
+        # The top-level keys; null unless the text is a JSON object. Reading them from the text
+        # again costs less than turning every Variant into a map of its fields (which only the
+        # rare record with undeclared fields needs): bronze's parse took 2.19 s -> 1.63 s for
+        # 300,000 records, 2 cores.
+        self._fields = F.json_object_keys("raw_value").alias("_keys")
         self._shape = [
-            F.col("_fields").isNotNull().alias("_object"),
-            F.map_filter("_fields", lambda k, _: ~F.array_contains(declared, k))
-            .alias("_undeclared"),
+            (F.col("_keys").isNotNull() & F.col("_v").isNotNull()).alias("_object"),
+            F.array_except("_keys", declared).alias("_undeclared"),
             *[F.try_variant_get("_v", _path(n), "variant").alias(f"_f_{n}") for n in names],
         ]  # fmt: skip
         self._kinds = [F.schema_of_variant(f"_f_{n}").alias(f"_t_{n}") for n in names]
         self._typed = [_typed(n, t).alias(n) for n, t in source.schema.items()]
-        rescued = F.when(F.size("_undeclared") > 0, F.to_json("_undeclared"))
+        undeclared = F.map_filter(F.try_variant_get("_v", "$", "map<string,variant>"),
+                                  lambda k, _: ~F.array_contains(declared, k))
+        rescued = F.when(F.size("_undeclared") > 0, F.to_json(undeclared))
         self._out: list[Column | str] = [
             "raw_value", "raw_bytes", "raw_size", *POSITION, *names,
             rescued.alias(RESCUED_COLUMN),
