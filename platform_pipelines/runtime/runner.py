@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.checkpoint import (
@@ -29,6 +30,7 @@ from platform_pipelines.runtime.lock import CheckpointLocks
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.savepoints import restore_pending
 from platform_pipelines.runtime.supervisor import ProgressCallback, Supervisor
+from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
 from platform_pipelines.streams.query import StreamContext, build_query
@@ -62,15 +64,19 @@ def start_stream(ctx: StreamContext, stream: Stream, options: RunOptions, phase:
                  ) -> StreamingQuery:  # fmt: skip
     """Create the stream's tables if needed and start one phase of its query."""
     check_checkpoint(ctx, stream.name)
-    ctx.lakehouse.ensure_tables(ctx.spark, {**stream.outputs, LEDGER_TABLE: LEDGER})
     catch_up = phase == "catch_up"
     ctx = replace(
         ctx, max_offsets_per_trigger=options.max_offsets_per_trigger if catch_up else None
     )
-    checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
-    writer = (
-        build_query(ctx, stream).queryName(stream.name).option("checkpointLocation", checkpoint)
+    built: list[DataStreamWriter] = []
+    # A first start creates the stream's tables while it builds the query (bronze: ~0.4 s of
+    # parse expressions); neither needs the other, and a table's error is raised first.
+    run_together(
+        lambda: ctx.lakehouse.ensure_tables(ctx.spark, {**stream.outputs, LEDGER_TABLE: LEDGER}),
+        lambda: built.append(build_query(ctx, stream)),
     )
+    checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
+    writer = built[0].queryName(stream.name).option("checkpointLocation", checkpoint)
     if catch_up:
         return writer.trigger(availableNow=True).start()
     return writer.trigger(processingTime=options.processing_time).start()
