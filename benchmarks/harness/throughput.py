@@ -173,9 +173,10 @@ def _path_once(env: Env, figures: Figures, topic: str, records: int, r: int, say
 
 
 def warm_up(env: Env, say: Say, full: bool = True, records: int = 1000) -> None:
-    """Run the queries once on a small topic, outside the timings, so that no measurement pays
-    for loading Kafka's, Delta's and RocksDB's classes or starting the Python workers: every
-    query (``full``), or only the plain bronze, dedup and sessions (which load most of it)."""
+    """Run the queries once on a topic of ``records``, outside the timings, so that no
+    measurement pays for loading Kafka's, Delta's and RocksDB's classes, starting the Python
+    workers or the JIT compiling a query's per-record code: every query (``full``), or only the
+    plain bronze, dedup and sessions (which load most of it)."""
     topic = "bench-warmup"
     env.topic(topic, generate_clickstream(clickstream(records, max(records // 20, 1), 99)))
     out = env.work / "warmup-plain"
