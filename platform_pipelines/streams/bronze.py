@@ -94,8 +94,10 @@ class RecordParser:
         ]  # fmt: skip
         self._kinds = [F.schema_of_variant(f"_f_{n}").alias(f"_t_{n}") for n in names]
         self._typed = [_typed(n, t).alias(n) for n, t in source.schema.items()]
-        undeclared = F.map_filter(F.try_variant_get("_v", "$", "map<string,variant>"),
-                                  lambda k, _: ~F.array_contains(declared, k))
+        undeclared = F.map_filter(
+            F.try_variant_get("_v", "$", "map<string,variant>"),
+            lambda k, _: ~F.array_contains(declared, k),
+        )
         rescued = F.when(F.size("_undeclared") > 0, F.to_json(undeclared))
         self._out: list[Column | str] = [
             "raw_value", "raw_bytes", "raw_size", *POSITION, *names,
