@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -47,6 +47,9 @@ class PlatformSettings(BaseSettings):
     spark_extra_conf: dict[str, str] = Field(default_factory=dict)
     clickstream_topic: str = "clickstream"
     heartbeats_topic: str = "service_heartbeats"
+    # What the built-in ``events`` reads: ``bronze`` (the clickstream_raw table) or ``kafka`` (the
+    # topic itself, beside bronze: about half the end-to-end latency; README "Benchmarks").
+    events_reads: Literal["bronze", "kafka"] = "bronze"
     # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.
     stream_modules: str = "user_streams.running_count"
     # The health layer (see README "Health"): how often the sensors look, when the deep checks run,

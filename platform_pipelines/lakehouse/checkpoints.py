@@ -137,3 +137,56 @@ def recorded_time_mode(checkpoint: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return str(mode) if mode else None
+
+
+KafkaOffsets = dict[str, dict[int, int]]  # topic -> partition -> offset
+
+
+def kafka_batch_offsets(checkpoint: Path, batch_id: int) -> tuple[KafkaOffsets, KafkaOffsets]:
+    """The Kafka offsets ``[start, end)`` that ``batch_id`` read: the previous batch's end
+    offsets (for batch 0, the ones the query started from, ``sources/0/0``) and its own. A
+    partition missing from the start (new since) is absent from it: read it from its beginning.
+
+    Raises:
+        RuntimeError: the checkpoint has no Kafka offsets for the batch.
+    """
+    end = _kafka_source_offsets(checkpoint, batch_id)
+    start = _kafka_source_offsets(checkpoint, batch_id - 1) if batch_id > 0 else None
+    if batch_id == 0:
+        start = initial_kafka_offsets(checkpoint)
+    if end is None or start is None:
+        raise RuntimeError(f"Batch {batch_id} of {checkpoint} has no Kafka source offsets "
+                           f"(offsets/{batch_id}, and offsets/{batch_id - 1} or sources/0/0).")  # fmt: skip
+    return start, end
+
+
+def initial_kafka_offsets(checkpoint: Path) -> KafkaOffsets | None:
+    """``sources/0/0``: a NUL byte, ``v1`` and the JSON of the offsets the query started from."""
+    try:
+        text = (location(checkpoint) / "sources" / "0" / "0").read_bytes().lstrip(b"\x00")
+        return _partition_map(json.loads(text.decode().splitlines()[-1]))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _kafka_source_offsets(checkpoint: Path, batch_id: int) -> KafkaOffsets | None:
+    """The Kafka source's end offsets in ``offsets/<batch_id>`` (the lines after the metadata)."""
+    try:
+        lines = (location(checkpoint) / "offsets" / str(batch_id)).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines[2:]:
+        try:
+            return _partition_map(json.loads(line))
+        except (ValueError, AttributeError):
+            continue
+    return None
+
+
+def _partition_map(data: Any) -> KafkaOffsets:
+    """``{"topic": {"0": 12}}`` with int partitions and offsets.
+
+    >>> _partition_map({"clicks": {"1": 7, "0": 3}})
+    {'clicks': {1: 7, 0: 3}}
+    """
+    return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}

@@ -9,7 +9,6 @@ both agree.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pyspark.sql import Column, SparkSession
@@ -17,7 +16,7 @@ from pyspark.sql import functions as F
 
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.health.loss import Counted, LedgerTotals
-from platform_pipelines.lakehouse.checkpoints import query_id_of, read_plan
+from platform_pipelines.lakehouse.checkpoints import initial_kafka_offsets, query_id_of, read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.delta_log import added_files, committed_version
 from platform_pipelines.lakehouse.tables import LATE_TABLE, LEDGER_TABLE, QUARANTINE_TABLE
@@ -84,14 +83,15 @@ def _counted(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) -> Count
     assert isinstance(stream, StatefulStream)
     table_rows = rows(stream.table) if stream.output_mode == "append" else None
     late = rows(LATE_TABLE, F.col("stream").eqNullSafe(stream.name)) if stream.watermark else None
-    return Counted(consumed=_delta_consumed(lakehouse, stream, checkpoint), table_rows=table_rows,
-                   late_rows=late)  # fmt: skip
+    consumed = (_kafka_consumed(checkpoint) if stream.topic
+                else _delta_consumed(lakehouse, stream, checkpoint))  # fmt: skip
+    return Counted(consumed=consumed, table_rows=table_rows, late_rows=late)
 
 
 def _kafka_consumed(checkpoint: Path) -> int | None:
     """Records between the offsets the checkpoint started from and those it committed."""
     committed = kafka_committed_offsets(inspect_checkpoint(checkpoint))
-    start = _initial_kafka_offsets(checkpoint)
+    start = initial_kafka_offsets(checkpoint)
     if not committed or start is None:
         return None
     return sum(
@@ -99,16 +99,6 @@ def _kafka_consumed(checkpoint: Path) -> int | None:
         for topic, partitions in committed.items()
         for partition, end in partitions.items()
     )
-
-
-def _initial_kafka_offsets(checkpoint: Path) -> dict[str, dict[int, int]] | None:
-    """``sources/0/0``: a NUL byte, ``v1`` and the JSON of the offsets the query started from."""
-    try:
-        text = (checkpoint / "sources" / "0" / "0").read_bytes().lstrip(b"\x00").decode()
-        data = json.loads(text.splitlines()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in data.items()}
 
 
 def _delta_consumed(lakehouse: Lakehouse, stream: StatefulStream, checkpoint: Path) -> int | None:

@@ -230,7 +230,7 @@ def reader_holds(lake: Lakehouse, streams: Iterable[Stream], table: str, now_ms:
     its rebuilds not switched in yet (``reprocess/<id>/checkpoints``)."""
     path, holds = lake.table(table), []
     for stream in streams:
-        if not isinstance(stream, StatefulStream) or stream.source_table != table:
+        if not isinstance(stream, StatefulStream) or stream.upstream != table:
             continue
         rebuilds = sorted((lake.root / "reprocess").glob(f"*/checkpoints/{stream.name}"))
         for checkpoint in (lake.checkpoint(stream.name), *rebuilds):

@@ -87,8 +87,9 @@ def plan_reprocess(registry: StreamRegistry, name: str, start: Start, downstream
         raise ReprocessRefused("A rebuild from a timestamp needs the time to start from: give "
                                "it (--timestamp, or `timestamp` in the launch config) in ISO "
                                "8601, e.g. 2026-11-23T10:00:00Z.")  # fmt: skip
-    if start == "bronze" and isinstance(target, IngestStream):
-        raise ReprocessRefused(f"{name} is a bronze stream: its input is Kafka, not a bronze table; "
+    if start == "bronze" and target.topic:
+        what = "a bronze stream" if isinstance(target, IngestStream) else "read from Kafka"
+        raise ReprocessRefused(f"{name} is {what}: its input is Kafka, not a bronze table; "
                                "start it from earliest or from a timestamp instead.")  # fmt: skip
     chosen = {name}
     producers = {s.table: s for s in registry}

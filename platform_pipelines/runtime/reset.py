@@ -65,6 +65,11 @@ def reset_watermark(spark: SparkSession, lakehouse: Lakehouse, stream: StatefulS
     require_local(lakehouse.root, "Resetting a watermark (it moves the checkpoint folder)")
     if stream.watermark is None:
         raise ResetRefused(f"Stream {stream.name!r} has no watermark: nothing to reset.")
+    if stream.topic:
+        raise ResetRefused(f"Stream {stream.name!r} reads its Kafka topic itself (reads='kafka'), "
+                           "and a reset replays upstream table versions. Rebuild it from a time "
+                           f"before the bad watermark instead: `platform reprocess {stream.name} "
+                           "--from timestamp --timestamp <ISO time>`.")  # fmt: skip
     checkpoint = lakehouse.checkpoint(stream.name)
     with CheckpointLocks({stream.name: checkpoint}, owner="platform stream reset-watermark"):
         first = _first_replayed_batch(checkpoint, force)

@@ -186,7 +186,7 @@ def readers_of(lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream],
     """The other declared streams that read one of ``tables`` as a Delta stream and have a
     checkpoint (one that starts later reads the table's state then, not its history)."""
     return [s.name for s in declared if isinstance(s, StatefulStream) and s.name != stream.name
-            and s.source_table in tables and lakehouse.checkpoint(s.name).exists()]  # fmt: skip
+            and s.upstream in tables and lakehouse.checkpoint(s.name).exists()]  # fmt: skip
 
 
 def restore_savepoint(lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream],

@@ -47,7 +47,8 @@ _CAST = {"long": "bigint", "int": "int", "double": "double", "boolean": "boolean
          "array<string>": "array<string>"}  # fmt: skip
 
 
-def parse_records(kafka_rows: DataFrame, source: KafkaSource, now: datetime) -> DataFrame:
+def parse_records(kafka_rows: DataFrame, source: KafkaSource, now: datetime | Column
+                  ) -> DataFrame:  # fmt: skip
     """Kafka rows -> ``raw_value``, ``raw_bytes``, ``raw_size``, the Kafka position, the typed
     fields and ``reason`` (null when the record is good); see ``RecordParser``."""
     return RecordParser(source).parse(kafka_rows, now)
@@ -104,6 +105,7 @@ class RecordParser:
             rescued.alias(RESCUED_COLUMN),
             F.nullif(F.concat_ws("; ", *_problems(source)), F.lit("")).alias("reason"),
         ]  # fmt: skip
+        self._good = [*names, *POSITION, RESCUED_COLUMN]
         # The original text and bytes only go to the quarantine: a good record drops them, so
         # a batch held in memory for its writes does not hold every record twice.
         bad = F.col("reason").isNotNull()
@@ -113,11 +115,12 @@ class RecordParser:
             "raw_size", *POSITION, *names, RESCUED_COLUMN, "reason",
         ]  # fmt: skip
 
-    def parse(self, kafka_rows: DataFrame, now: datetime) -> DataFrame:
+    def parse(self, kafka_rows: DataFrame, now: datetime | Column) -> DataFrame:
         """``now`` is the processing clock that event times are judged against: the
         micro-batch's own timestamp, so that a replayed batch judges every record exactly as
-        the first attempt did."""
-        clock = F.lit(int(now.timestamp())).alias(_NOW)
+        the first attempt did. In a streaming query, ``F.current_timestamp()`` is that time."""
+        seconds = F.unix_timestamp(now) if isinstance(now, Column) else F.lit(int(now.timestamp()))
+        clock = seconds.alias(_NOW)
         return (
             kafka_rows.select(*self._read, clock)
             .select("*", self._fields)
@@ -127,6 +130,10 @@ class RecordParser:
             .select(*self._out)
             .select(*self._kept)
         )
+
+    def good_rows(self, parsed: DataFrame) -> DataFrame:
+        """The records of ``parse`` that break no rule, with their bronze table's columns."""
+        return parsed.where(F.col("reason").isNull()).select(*self._good)
 
 
 def _path(name: str) -> str:

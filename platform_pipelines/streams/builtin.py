@@ -1,6 +1,7 @@
 """The built-in streams, declared exactly as a user declares one (see ``declare.py``).
 
-clickstream (Kafka) -> clickstream_raw (bronze) -> events (silver, dedup)
+clickstream (Kafka) -> clickstream_raw (bronze) -> events (silver, dedup); with
+``events_reads="kafka"``, events reads clickstream beside clickstream_raw instead
     -> user_sessions (gold, sessions) and security_alerts (gold, failed-login alerts)
 service_heartbeats (Kafka) -> service_heartbeats_raw (bronze) -> service_status (gold, stale/ok)
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Literal
 
 from pyspark.sql import DataFrame
 
@@ -43,6 +45,7 @@ class BuiltinSettings:
 
     clickstream_topic: str = CLICKSTREAM_TOPIC
     heartbeats_topic: str = HEARTBEATS_TOPIC
+    events_reads: Literal["bronze", "kafka"] = "bronze"  # see StatefulStream.reads
     dedup_watermark: timedelta = timedelta(minutes=10)
     session_watermark: timedelta = timedelta(minutes=10)
     session_gap: timedelta = timedelta(minutes=30)
@@ -94,6 +97,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             description="Silver: clickstream events with duplicates removed by event_id within a "
             f"{cfg.dedup_watermark} event-time watermark (bounded state).",
             source=clickstream_source(cfg.clickstream_topic),
+            reads=cfg.events_reads,
             key="event_id",
             transform=deduplicate,
             output_schema=fields_of(EVENTS),

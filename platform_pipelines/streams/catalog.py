@@ -20,6 +20,7 @@ def load_registry(settings: PlatformSettings | None = None) -> StreamRegistry:
         BuiltinSettings(
             clickstream_topic=settings.clickstream_topic,
             heartbeats_topic=settings.heartbeats_topic,
+            events_reads=settings.events_reads,
         )
     )
     for name in (m.strip() for m in settings.stream_modules.split(",")):

@@ -6,8 +6,8 @@ columns its table holds. Each checkpoint keeps the declaration it started with
 
 - compatible: fields added to a Kafka source's schema (bronze gains the column; older rows keep
   such values in ``_rescued_data``), and a changed description, trigger or logic;
-- refused before the query starts: another key, or an output or source column removed or given
-  another type. The message names every change and the command that rebuilds the stream on a new
+- refused before the query starts: another key, another source read (``reads``: the bronze
+  table or the Kafka topic), or an output or source column removed or given another type. The message names every change and the command that rebuilds the stream on a new
   checkpoint from its input (``platform reprocess <stream>``).
 
 The record also names the generation of the upstream table the checkpoint reads (its folder,
@@ -44,6 +44,7 @@ def declaration_of(stream: Stream, upstream: str | None = None) -> dict[str, Any
         "upstream": upstream,
         "time_mode": stream.time_mode if stream.logic or stream.state_format else None,
         **({"state_format": stream.state_format} if stream.state_format else {}),
+        **({"reads": "kafka"} if stream.topic else {}),
     }
 
 
@@ -75,6 +76,9 @@ def incompatible_changes(started: dict[str, Any], now: dict[str, Any]) -> list[s
         before = started.get("state_format") or "transformWithState in Python (not recorded)"
         after = now.get("state_format") or "not recorded"
         changes.append(f"state_format: {before} -> {after} (the state is kept by another operator)")
+    if started.get("reads", "bronze") != now.get("reads", "bronze"):
+        changes.append(f"reads: {started.get('reads', 'bronze')} -> {now.get('reads', 'bronze')} "
+                       "(the checkpoint's offsets belong to the other source)")  # fmt: skip
     if started["key"] != now["key"]:
         changes.append(f"key: {started['key']} -> {now['key']}")
     if started["output_mode"] != now["output_mode"]:

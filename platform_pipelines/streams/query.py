@@ -2,8 +2,10 @@
 and query name).
 
 - An ``IngestStream`` reads its Kafka topic and writes through an ``IngestWriter``.
-- A ``StatefulStream`` reads its upstream Delta table in whole versions, adds the watermark
-  (``streams.watermark``), applies its logic and writes through a ``StageWriter``.
+- A ``StatefulStream`` reads its upstream Delta table in whole versions (or, with
+  ``reads="kafka"``, its Kafka topic, parsed and validated as bronze does, good records only),
+  adds the watermark (``streams.watermark``), applies its logic and writes through a
+  ``StageWriter``.
 
 Batch sizes: a catch-up read of Kafka takes at most ``max_offsets_per_trigger`` records per batch;
 a continuous read takes everything new in every partition, because a per-trigger limit reads the
@@ -14,6 +16,7 @@ whole (see ``lakehouse.delta_log``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,9 +26,11 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
 from platform_pipelines.kafka.security import kafka_security
-from platform_pipelines.lakehouse.checkpoints import read_plan, recorded_time_mode
+from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, read_plan, recorded_time_mode
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
-from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
+from platform_pipelines.streams.bronze import RecordParser
+from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
+from platform_pipelines.streams.kafka_input import KafkaInput, offsets_option
 from platform_pipelines.streams.keyed import apply_keyed_logic
 from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
 from platform_pipelines.streams.validate import DeclarationError
@@ -64,6 +69,20 @@ class StreamContext:
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         return reader.load()
 
+    def read_offsets(self, start: KafkaOffsets, end: KafkaOffsets) -> DataFrame:
+        """The Kafka records from ``start`` up to ``end``, as a batch (a partition missing from
+        ``start`` is read from its earliest offset)."""
+        return (
+            self.spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
+            .options(**kafka_security().spark_options())
+            .option("assign", json.dumps({t: sorted(parts) for t, parts in end.items()}))
+            .option("startingOffsets", json.dumps(offsets_option(start, end)))
+            .option("endingOffsets", json.dumps(offsets_option(end)))
+            .option("failOnDataLoss", "true")
+            .load()
+        )
+
     def read_table(self, name: str, starting_version: int | None = None) -> DataFrame:
         """An upstream Delta table as a stream of its appended rows, whole versions per batch;
         a new checkpoint starts at ``starting_version`` (default: the table's beginning)."""
@@ -91,7 +110,14 @@ def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
 
 def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) -> DataStreamWriter:
     plan = read_plan(ctx.lakehouse.checkpoint(stream.name))
-    source = ctx.read_table(stream.source_table, plan.starting_version if plan else None)
+    kafka = None
+    if isinstance(stream.source, KafkaSource) and stream.topic:  # reads="kafka"
+        kafka = KafkaInput(ctx.read_offsets, RecordParser(stream.source))
+        records = ctx.read_topic(stream.topic, plan.starting_timestamp_ms if plan else 0)
+        # current_timestamp() is the batch's own time, recorded in its offsets file.
+        source = kafka.good_rows(kafka.parser.parse(records, F.current_timestamp()))
+    else:
+        source = ctx.read_table(stream.source_table, plan.starting_version if plan else None)
     if stream.watermark is not None:
         source = with_watermark(source, stream.event_time, stream.watermark)
     result = _apply_logic(ctx, stream, source)
@@ -101,7 +127,7 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
     drops_late = stream.watermark is not None and (
         stream.transform is not None or mode == "EventTime"
     )
-    writer = StageWriter(stream, target, ctx.lakehouse, plan, drops_late)
+    writer = StageWriter(stream, target, ctx.lakehouse, plan, drops_late, kafka)
     return (
         result.select(*stream.output.fieldNames())
         .writeStream.outputMode(stream.output_mode)

@@ -38,12 +38,12 @@ from platform_pipelines.lakehouse.tables import (
     LEDGER_TABLE,
     QUARANTINE,
     QUARANTINE_TABLE,
-    RESCUED_COLUMN,
 )
 from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.bronze import POSITION, RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
 from platform_pipelines.streams.expressions import human_duration
+from platform_pipelines.streams.kafka_input import KafkaInput
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,6 @@ class IngestWriter:
         self._source = source
         self._target = target
         self._parser = RecordParser(source)
-        self._good = [*source.schema, *POSITION, RESCUED_COLUMN]
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         clock = batch_clock(self._target.checkpoint, batch_id)
@@ -116,7 +115,7 @@ class IngestWriter:
             target, app = self._target, self._target.app_id(self._source.table)
             writes = []
             if total - bad:
-                good = parsed.where(F.col("reason").isNull()).select(*self._good)
+                good = self._parser.good_rows(parsed)
                 writes.append(lambda: target.append(good, self._source.table, f"{app}/raw",
                                                     batch_id, clock))  # fmt: skip
             if bad:
@@ -143,9 +142,12 @@ class StageWriter:
     """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
 
     def __init__(self, stream: StatefulStream, target: Target, upstream: Lakehouse,
-                 plan: StartPlan | None = None, drops_late: bool = True) -> None:  # fmt: skip
+                 plan: StartPlan | None = None, drops_late: bool = True,
+                 kafka: KafkaInput | None = None) -> None:  # fmt: skip
         self._stream = stream
-        self._drops_late = drops_late  # does the operator drop rows behind the watermark?
+        self._kafka = kafka  # the stream reads Kafka itself (``reads="kafka"``)
+        # Does the operator drop rows behind the watermark (to be found and kept)?
+        self._finds_late = stream.watermark is not None and drops_late
         self._target = target
         self._upstream = upstream.table(stream.source_table)
         self._first_version = plan.starting_version if plan else 0
@@ -159,8 +161,8 @@ class StageWriter:
             rows_out = output.count()
 
             def late_rows_and_ledger() -> None:
-                rows_in, rows_late = self._input(batch, batch_id, clock)
-                counts = BatchCounts(rows_in=rows_in, rows_out=rows_out, rows_late=rows_late)
+                rows_in, rows_late, bad = self._input(batch, batch_id, clock)
+                counts = BatchCounts(rows_in, rows_out, rows_late, rows_quarantined=bad)
                 watermarked = self._stream.watermark is not None
                 self._target.record(batch, batch_id, counts, clock, watermarked)
 
@@ -192,8 +194,11 @@ class StageWriter:
         else:
             self._target.append(output, table, app, batch_id, clock)
 
-    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock) -> tuple[int, int]:
-        """Rows the batch read from upstream, and how many of them were late (now written)."""
+    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock) -> tuple[int, int, int]:
+        """Rows the batch read, how many of them were late (now written) and how many bad (read
+        from Kafka and skipped: bronze quarantines them)."""
+        if self._kafka is not None:
+            return self._kafka_input(batch_id, clock)
         start, end = batch_versions(self._target.checkpoint, batch_id, self._first_version)
         files = [f for f in added_files(self._upstream, start, end) if f.records != 0]
         spark = batch.sparkSession
@@ -203,9 +208,28 @@ class StageWriter:
             rows_in += spark.read.parquet(*self._paths(unknown)).count()
         candidates = self._late_candidates(files, clock)
         if not candidates:
-            return rows_in, 0
+            return rows_in, 0, 0
+        return rows_in, self._write_late(spark.read.parquet(*self._paths(candidates)), batch_id,
+                                         clock), 0  # fmt: skip
+
+    def _kafka_input(self, batch_id: int, clock: BatchClock) -> tuple[int, int, int]:
+        """``_input`` of a stream that reads Kafka: its records are read and parsed again."""
+        assert self._kafka is not None
+        parsed = self._kafka.parsed(self._target.checkpoint, batch_id, from_ms(clock.timestamp_ms))
+        if parsed is None:
+            return 0, 0, 0
         limit = F.timestamp_millis(F.lit(clock.late_until_ms))
-        rows = spark.read.parquet(*self._paths(candidates))
+        late = F.col("reason").isNull() & (F.col(self._stream.event_time) <= limit)
+        late = late if self._finds_late else F.lit(False)
+        row = parsed.agg(F.count(F.lit(1)), F.count("reason"), F.count_if(late)).first()
+        rows_in, bad, rows_late = (int(v) for v in row)  # type: ignore[union-attr]
+        if rows_late:
+            self._write_late(self._kafka.good_rows(parsed), batch_id, clock)
+        return rows_in, rows_late, bad
+
+    def _write_late(self, rows: DataFrame, batch_id: int, clock: BatchClock) -> int:
+        """Put the ``rows`` at or behind the batch's watermark into ``late_events``; how many."""
+        limit = F.timestamp_millis(F.lit(clock.late_until_ms))
         late = rows.where(F.col(self._stream.event_time) <= limit)
         late = late.select(*_late_columns(self._stream, limit, rows.columns, self._target,
                                           batch_id, clock)).persist()  # fmt: skip
@@ -216,11 +240,11 @@ class StageWriter:
                 self._target.append(late, LATE_TABLE, app, batch_id, clock)
         finally:
             late.unpersist()
-        return rows_in, rows_late
+        return rows_late
 
     def _late_candidates(self, files: list[AddedFile], clock: BatchClock) -> list[AddedFile]:
         """The files that may hold a row at or before the watermark (by their statistics)."""
-        if self._stream.watermark is None or not self._drops_late:
+        if not self._finds_late:
             return []
         limit_s = clock.late_until_ms / 1000
         column = self._stream.event_time

@@ -99,6 +99,12 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
     if stream.output_mode == "update" and absent:
         problems.append(f"output_schema: update mode upserts rows by the key {_listed(stream.keys)}; "
                         f"add {_listed(absent)} to output_schema.")  # fmt: skip
+    if stream.reads not in ("bronze", "kafka"):
+        problems.append(f"reads: {stream.reads!r} is not supported; use 'bronze' (the bronze "
+                        "table) or 'kafka' (the topic itself).")  # fmt: skip
+    elif stream.reads == "kafka" and isinstance(stream.source, TableSource):
+        problems.append(f"reads: 'kafka' needs a KafkaSource, and this stream reads the table "
+                        f"{stream.source.table!r}; remove reads or read a topic.")  # fmt: skip
     problems += _time_problems(stream)
     if columns is not None:
         problems += _column_problems(stream, columns)

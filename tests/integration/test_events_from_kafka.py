@@ -1,0 +1,109 @@
+"""``events`` reading its Kafka topic itself (``reads="kafka"``), beside bronze: the same rows,
+late rows and balance as when it reads ``clickstream_raw``, with the records bronze quarantines
+counted in its ledger, and a checkpoint that refuses to switch sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from platform_pipelines.defs.health.deep import no_silent_loss
+from platform_pipelines.kafka.producer import produce_events
+from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+from platform_pipelines.streams.evolution import DeclarationChanged
+from platform_pipelines.streams.registry import StreamRegistry
+from tests.integration.events import ev
+from tests.integration.helpers import ledger, run_catch_up, table
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lakehouse:
+    return Lakehouse(tmp_path / "lakehouse")
+
+
+def from_kafka(topic: str) -> StreamRegistry:
+    return builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads="kafka"))
+
+
+def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_them(
+    spark, kafka_broker, topic_factory, lake
+):
+    topic = topic_factory("fromkafka", partitions=2)
+    good = [ev(f"e{i}", f"u{i % 3}", "page_view", i / 60) for i in range(30)]
+    produce_events(kafka_broker, topic, [*good[:10], good[3], b"oops", *good[10:], good[7], b"{}"])
+    registry = from_kafka(topic)
+    assert registry.get("events").upstream == topic  # lineage: the topic, not clickstream_raw
+
+    progress = run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw", "events"],
+                            max_offsets=5, registry=registry)  # fmt: skip
+
+    assert len(progress.batches["events"]) >= 6  # offsets ranges batch after batch
+    assert sorted(r["event_id"] for r in table(spark, lake, "events")) == sorted(
+        e["event_id"] for e in good
+    )
+    assert ledger(spark, lake, "events") == {
+        "rows_in": 34, "rows_out": 30, "rows_late": 0, "rows_quarantined": 2,
+    }  # fmt: skip
+    assert ledger(spark, lake, "clickstream_raw") == {
+        "rows_in": 34, "rows_out": 32, "rows_late": 0, "rows_quarantined": 2,
+    }  # fmt: skip
+    assert sorted(r["raw_value"] for r in table(spark, lake, "quarantine")) == ["oops", "{}"]
+    verdicts = {
+        n: no_silent_loss(spark, lake, registry.get(n)) for n in ("clickstream_raw", "events")
+    }
+    assert {n: v.summary for n, v in verdicts.items()} == {
+        "clickstream_raw": "34 in = 32 out + 0 late + 2 quarantined + 0 absorbed",
+        "events": "34 in = 30 out + 0 late + 2 quarantined + 2 duplicates removed",
+    }
+    assert all(v.passed for v in verdicts.values())
+
+
+def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
+    spark, kafka_broker, topic_factory, lake
+):
+    topic = topic_factory("fromkafkalate", partitions=2)
+    epoch = {**ev("epoch", "u2", "page_view", 0), "event_time": "1970-01-01T00:00:00Z"}
+    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0),
+                                         ev("b", "u1", "page_view", 30), epoch])  # fmt: skip
+    registry = from_kafka(topic)
+    one = run_catch_up(spark, lake, kafka_broker, topic, ["events"], registry=registry)
+    produce_events(kafka_broker, topic, [ev("late", "u1", "page_view", 5), b"[1]",
+                                         ev("on-time", "u1", "page_view", 25),
+                                         ev("a", "u1", "page_view", 0)])  # fmt: skip
+    two = run_catch_up(spark, lake, kafka_broker, topic, ["events", "user_sessions"],
+                       registry=registry)  # fmt: skip
+
+    assert sorted(r["event_id"] for r in table(spark, lake, "events")) == ["a", "b", "on-time"]
+    late = sorted(table(spark, lake, "late_events"), key=lambda r: (r["batch_id"], r["event_time"]))
+    assert [(json.loads(r["row"])["event_id"], r["late_by_seconds"]) for r in late] == [
+        ("epoch", 0.0), ("a", 1200.0), ("late", 900.0),
+    ]  # fmt: skip
+    assert late[2]["reason"] == (
+        "event_time is 15 min 0 s behind the watermark of events, which allows 10 min of lateness"
+    )
+    assert set(json.loads(late[0]["row"])) >= {"event_id", "kafka_partition", "kafka_offset"}
+    dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
+    assert dropped == len(late) == 3
+    assert ledger(spark, lake, "events") == {
+        "rows_in": 7, "rows_out": 3, "rows_late": 3, "rows_quarantined": 1,
+    }  # fmt: skip
+    # Nothing here ran bronze: the quarantined record is counted, and only bronze writes it.
+    assert table(spark, lake, "quarantine") == []
+    assert ledger(spark, lake, "user_sessions")["rows_in"] == 3
+
+
+def test_a_checkpoint_started_on_kafka_refuses_to_read_bronze(
+    spark, kafka_broker, topic_factory, lake
+):
+    topic = topic_factory("fromkafkaswitch", partitions=1)
+    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0)])
+    run_catch_up(spark, lake, kafka_broker, topic, ["events"], registry=from_kafka(topic))
+
+    with pytest.raises(DeclarationChanged, match=r"reads: kafka -> bronze .*platform reprocess"):
+        run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw", "events"])
+    assert [r["event_id"] for r in table(spark, lake, "events")] == ["a"]
