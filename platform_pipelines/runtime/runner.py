@@ -2,7 +2,9 @@
 
 A run owns its streams' checkpoints for its whole life (``CheckpointLocks``). It always starts
 with a catch-up phase: each stream, upstream first, processes what is available now
-(``availableNow``) and ends, so the next one reads its upstream's complete output in one batch. A
+(``availableNow``) and ends, so the next one reads its upstream's complete output in one batch
+(streams that do not read each other, such as bronze and a stream reading the same topic, catch
+up at the same time: ``catch_up_waves``). A
 backlog is therefore processed the same way whether the run is a catch-up run or a continuous one,
 and continuous triggers start only on a caught-up pipeline: the same input gives the same tables.
 
@@ -155,13 +157,14 @@ def run_streams(
         if recorder:
             ctx.spark.streams.addListener(recorder)
         try:
-            for stream in streams:
-                on_start(stream.name, "catch_up")
-                query = start_stream(ctx, stream, per_stream[stream.name], "catch_up")
-                supervisor.add(
-                    stream.name, query, stop_when_caught_up=stream.processing_time_timers
-                )
-                supervisor.wait([stream.name])
+            for wave in catch_up_waves(streams):
+                for stream in wave:
+                    on_start(stream.name, "catch_up")
+                    query = start_stream(ctx, stream, per_stream[stream.name], "catch_up")
+                    supervisor.add(
+                        stream.name, query, stop_when_caught_up=stream.processing_time_timers
+                    )
+                supervisor.wait([s.name for s in wave])
             for stream in (s for s in streams if per_stream[s.name].mode == "continuous"):
                 on_start(stream.name, "continuous")
                 supervisor.add(stream.name, start_stream(ctx, stream, per_stream[stream.name],
@@ -171,6 +174,28 @@ def run_streams(
             if recorder:
                 ctx.spark.streams.removeListener(recorder)
     return supervisor
+
+
+def catch_up_waves(streams: Sequence[Stream]) -> list[list[Stream]]:
+    """``streams`` in the order their catch-ups run: a stream waits for the catch-up of every
+    stream in the run that writes what it reads; streams in one wave run at the same time (two
+    readers of a topic, say, or a stream and the bronze beside it).
+
+    >>> from types import SimpleNamespace as S
+    >>> def reads(name, upstream): return S(name=name, table=name, upstream=upstream)
+    >>> run = [reads("raw", "topic"), reads("events", "topic"), reads("gold", "events")]
+    >>> [[s.name for s in wave] for wave in catch_up_waves(run)]
+    [['raw', 'events'], ['gold']]
+    """
+    writers = {s.table: s.name for s in streams}
+    wave_of: dict[str, int] = {}
+    for stream in streams:  # upstream first
+        parent = writers.get(stream.upstream)
+        wave_of[stream.name] = wave_of[parent] + 1 if parent in wave_of else 0
+    waves: list[list[Stream]] = [[] for _ in range(max(wave_of.values(), default=-1) + 1)]
+    for stream in streams:
+        waves[wave_of[stream.name]].append(stream)
+    return waves
 
 
 def trigger_seconds(options: RunOptions) -> float:
