@@ -8,7 +8,8 @@ from typing import Any
 
 Entry = Mapping[str, Any]
 COLORS = {"platform": "#1f77b4", "plain": "#ff7f0e", "native": "#2ca02c",
-          "plain_single_query": "#9467bd"}  # fmt: skip
+          "plain_single_query": "#9467bd", "platform_events_from_kafka": "#17becf",
+          "plain_side_by_side": "#8c564b"}  # fmt: skip
 
 
 def _stat(entry: Entry, figure: str, which: str = "median") -> float:

@@ -1,7 +1,14 @@
 """Section 2: end-to-end latency of the dedup path at a fixed input rate, continuous mode.
 
-Per variant (the platform's ``clickstream_raw`` + ``events`` run continuously by its runner, and
-the plain single query Kafka -> parse -> dedup -> Delta), on a fresh topic and lakehouse:
+Per variant, on a fresh topic and lakehouse:
+
+- ``platform``: the platform's ``clickstream_raw`` + ``events`` run continuously by its runner,
+  ``events`` reading the bronze table (the default);
+- ``platform_events_from_kafka``: the same, ``events`` reading the topic beside bronze;
+- ``plain_single_query``: one plain query Kafka -> parse -> dedup -> Delta, no bronze;
+- ``plain_side_by_side``: that query with a plain bronze query beside it on the same topic.
+
+Each goes through:
 
 1. start the pipeline and wait until its continuous triggers run;
 2. warm up: 2 s worth of records at the rate (event times a day earlier, so the measured records
@@ -26,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.harness.env import REPO, Env, cpu_seconds, load
 from benchmarks.harness.inputs import clickstream, span
@@ -34,7 +41,7 @@ from benchmarks.harness.platform_run import BRONZE, DEDUP, run_platform
 from benchmarks.harness.results import Figures
 from benchmarks.harness.stats import latency_figures, percentile
 from benchmarks.harness.visibility import first_visible_ms, latencies, visible_rows
-from benchmarks.plain import dedup
+from benchmarks.plain import bronze, dedup
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import generate_clickstream, produce
 from platform_pipelines.runtime.interrupts import StopRequest
@@ -58,7 +65,12 @@ class LatencyConfig:
 def run_latency(env: Env, figures: Figures, cfg: LatencyConfig, repeat: int, say: Say) -> None:
     """Both variants, ``repeat`` times (the order alternates)."""
     for r in range(repeat):
-        variants = ["platform", "plain_single_query"]
+        variants = [
+            "platform",
+            "platform_events_from_kafka",
+            "plain_single_query",
+            "plain_side_by_side",
+        ]
         for variant in reversed(variants) if r % 2 else variants:
             sample = _measure(env, cfg, variant, r, say)
             figures.add("latency", "kafka_to_events", variant, sample, rate=cfg.rate,
@@ -114,27 +126,32 @@ def _pipeline(env: Env, variant: str, topic: str, trigger: float, r: int
               ) -> Iterator[tuple[Path, Callable[[], None]]]:  # fmt: skip
     """Run the variant continuously; yields its ``events`` table and a check that raises if it
     died. Stopped on exit."""
-    if variant == "platform":
-        with _platform(env, topic, trigger, r) as running:
+    if variant.startswith("platform"):
+        reads = "kafka" if variant == "platform_events_from_kafka" else "bronze"
+        with _platform(env, topic, trigger, r, reads) as running:
             yield running
         return
-    out = env.work / f"latency-plain-{r}"
-    query = dedup.start_from_kafka(env.spark, env.bootstrap, topic, out, None, trigger)
+    out = env.work / f"latency-{variant}-{r}"
+    queries = [dedup.start_from_kafka(env.spark, env.bootstrap, topic, out, None, trigger)]
+    if variant == "plain_side_by_side":  # plain bronze beside it, reading the same topic
+        queries.append(bronze.start(env.spark, env.bootstrap, topic, out / "bronze", None, trigger))
 
     def alive() -> None:
-        if not query.isActive:
-            raise RuntimeError(f"the plain latency query died: {query.exception()}")
+        for query in queries:
+            if not query.isActive:
+                raise RuntimeError(f"a plain latency query died: {query.exception()}")
 
     try:
         yield out / "table", alive
     finally:
-        query.stop()
+        for query in queries:
+            query.stop()
 
 
 @contextlib.contextmanager
-def _platform(env: Env, topic: str, trigger: float, r: int
+def _platform(env: Env, topic: str, trigger: float, r: int, reads: Literal["bronze", "kafka"]
               ) -> Iterator[tuple[Path, Callable[[], None]]]:  # fmt: skip
-    lake = env.lakehouse(f"latency-platform-{r}")
+    lake = env.lakehouse(f"latency-platform-{reads}-{r}")
     stop, continuous, errors = StopRequest(), threading.Event(), []
 
     def on_start(name: str, phase: str) -> None:
@@ -144,7 +161,7 @@ def _platform(env: Env, topic: str, trigger: float, r: int
     def body() -> None:
         try:
             run_platform(env, lake, topic, [BRONZE, DEDUP], continuous_trigger_seconds=trigger,
-                         stop=stop, on_start=on_start)  # fmt: skip
+                         stop=stop, on_start=on_start, events_reads=reads)  # fmt: skip
         except BaseException as error:
             errors.append(error)
         finally:

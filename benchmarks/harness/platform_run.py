@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.harness.env import Env
 from platform_pipelines.core.progress_store import ProgressStore
@@ -79,10 +79,12 @@ def run_platform(
     continuous_trigger_seconds: float | None = None,
     stop: StopRequest | None = None,
     on_start: Callable[[str, str], None] | None = None,
+    events_reads: Literal["bronze", "kafka"] = "bronze",
 ) -> PlatformRun:
     """Run ``streams`` of the built-in pipeline over ``topic`` in ``lake``: catch-up (returns
-    when caught up), or with ``continuous_trigger_seconds`` until ``stop`` is set."""
-    registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
+    when caught up), or with ``continuous_trigger_seconds`` until ``stop`` is set. ``events``
+    reads the bronze table, or with ``events_reads="kafka"`` the topic beside bronze."""
+    registry = builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads=events_reads))
     trigger = continuous_trigger_seconds or 0.0
     recorder = ProgressRecorder(ProgressStore(lake.root / "progress"), f"bench-{uuid.uuid4().hex}",
                                 {name: trigger for name in streams})  # fmt: skip

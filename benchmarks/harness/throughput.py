@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -69,11 +69,12 @@ def plain_sample(start: Callable[[], StreamingQuery], out_table: Path, env: Env)
 
 
 def platform_sample(env: Env, lake_name: str, topic: str, streams: list[str],
-                    rows_from: str | None = None, rows: int | None = None) -> dict[str, Any]:  # fmt: skip
+                    rows_from: str | None = None, rows: int | None = None,
+                    events_reads: Literal["bronze", "kafka"] = "bronze") -> dict[str, Any]:  # fmt: skip
     """Time the platform's ``streams`` in one catch-up run; rows are those ``rows_from`` read
     (default: the last stream), or ``rows``."""
     lake = env.lakehouse(lake_name)
-    run, sample = timed(lambda: run_platform(env, lake, topic, streams))
+    run, sample = timed(lambda: run_platform(env, lake, topic, streams, events_reads=events_reads))
     main = streams[-1]
     table = builtin_streams().get(main).table
     read = rows if rows is not None else run.rows_in(rows_from or main)
@@ -163,12 +164,30 @@ def _path_once(env: Env, figures: Figures, topic: str, records: int, r: int, say
         return plain_sample(lambda: dedup.start_from_kafka(
             spark, boot, topic, out / "single", most), out / "single" / "table", env)  # fmt: skip
 
+    def plain_side_by_side() -> dict[str, Any]:
+        def both() -> StreamingQuery:
+            raw = bronze.start(spark, boot, topic, out / "beside-bronze", most)
+            query = run_query(dedup.start_from_kafka(spark, boot, topic, out / "beside", most))
+            run_query(raw)
+            return query
+
+        sample = plain_sample(both, out / "beside" / "table", env)
+        wall = sample["wall_seconds"]
+        return {**sample, "rows": records, "rows_per_second": round(records / wall, 1)}
+
+    def platform(reads: Literal["bronze", "kafka"]) -> Callable[[], dict[str, Any]]:
+        return lambda: platform_sample(env, f"path-{r}-platform-{reads}", topic, [BRONZE, DEDUP],
+                                       rows=records, events_reads=reads)  # fmt: skip
+
     _pair(figures, "dedup_path", "kafka_to_events", {
-        "platform": lambda: platform_sample(env, f"path-{r}-platform", topic, [BRONZE, DEDUP],
-                                            rows=records),
+        "platform": platform("bronze"),
         "plain": plain_two,
+        "platform_events_from_kafka": platform("kafka"),
+        "plain_side_by_side": plain_side_by_side,
         "plain_single_query": single,
     }, r % 2 == 1, say, {"plain": "plain bronze (raw + quarantine), then plain dedup",
+                         "platform_events_from_kafka": "events reads Kafka beside bronze",
+                         "plain_side_by_side": "plain bronze and the single query at once",
                          "plain_single_query": "Kafka -> parse -> dedup -> Delta, no bronze"})  # fmt: skip
 
 
