@@ -1,12 +1,22 @@
-"""What a batch of a stream that reads Kafka itself (``reads="kafka"``) read: its records again.
+"""What a batch of a stream that reads Kafka itself (``reads="kafka"``) read.
 
 Such a stream parses and validates the topic's records as bronze does, beside bronze, and its
 stateful operator sees the good ones. The batch its ``foreachBatch`` receives is the operator's
 output, though: the records it read, the bad ones it skipped and the late ones Spark dropped are
-gone from it. So the writer reads the batch's offset range from Kafka again
-(``lakehouse.checkpoints.kafka_batch_offsets``) and parses it with the same rules and the batch's
-own clock, which judges every record exactly as the query did. That gives the ledger's counts
-(records in, bad ones, which bronze keeps in ``quarantine``) and the late rows themselves.
+gone from it. Two ways get them back:
+
+- **Counted by the query itself** (the common case). Before the filter, the query observes
+  (``DataFrame.observe``) how many records it read, how many were bad and the oldest event time
+  of the good ones. Spark fills these in while the batch's plan runs, so once the writer has run
+  its output they are on the query's current execution (what Spark reports as the progress'
+  ``observedMetrics``). When the oldest good event time is after the watermark, no row was late
+  and nothing is read again.
+- **Read again** when a row may be late, or when the counts are missing: the writer reads the
+  batch's offset range from Kafka (``lakehouse.checkpoints.kafka_batch_offsets``) and parses it
+  with the same rules and the batch's own clock, which judges every record exactly as the query
+  did, for the counts and the late rows themselves.
+
+A replayed batch runs its plan again over the same offsets, so it observes the same counts.
 """
 
 from __future__ import annotations
@@ -16,7 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from py4j.protocol import Py4JError
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, kafka_batch_offsets
 from platform_pipelines.streams.bronze import RecordParser
@@ -25,16 +37,62 @@ from platform_pipelines.streams.bronze import RecordParser
 RangeReader = Callable[[KafkaOffsets, KafkaOffsets], DataFrame]
 
 
+OBSERVED = "platform_kafka_input"  # the name of the query's observed counts
+
+
+def observed_input(parsed: DataFrame, event_time: str) -> DataFrame:
+    """``parsed`` (``RecordParser.parse``), counting as it goes what ``KafkaInput.counted``
+    reads back."""
+    good = F.col("reason").isNull()
+    return parsed.observe(
+        OBSERVED,
+        F.count(F.lit(1)).alias("records"),
+        F.count("reason").alias("bad"),
+        F.unix_micros(F.min(F.when(good, F.col(event_time)))).alias("oldest_good_us"),
+    )
+
+
+@dataclass(frozen=True)
+class InputCounts:
+    """What the query observed in its running batch."""
+
+    records: int
+    bad: int
+    oldest_good_us: int | None  # the oldest event time of a good record, epoch microseconds
+
+    def may_be_late(self, late_until_ms: int) -> bool:
+        """Could a good record be at or behind ``late_until_ms`` (the batch's late bound)?"""
+        return self.oldest_good_us is not None and self.oldest_good_us <= late_until_ms * 1000
+
+
 @dataclass(frozen=True)
 class KafkaInput:
-    """How a Kafka-reading stream's writer gets its batch's records back."""
+    """How a Kafka-reading stream's writer learns what its batch read."""
 
+    spark: SparkSession  # the session the query was started from
+    query_id: str
     read_range: RangeReader
     parser: RecordParser
 
+    def counted(self) -> InputCounts | None:
+        """The counts the query observed in the batch now running (ask after the writer ran an
+        action on the batch); None when Spark has none to give."""
+        try:
+            query = self.spark.streams.get(self.query_id)
+            if query is None:
+                return None
+            found = query._jsq.streamingQuery().lastExecution().observedMetrics().get(OBSERVED)
+            if not found.isDefined():
+                return None
+            row = found.get()
+            return InputCounts(int(row.getLong(0)), int(row.getLong(1)),
+                               None if row.isNullAt(2) else int(row.getLong(2)))  # fmt: skip
+        except (Py4JError, AttributeError):  # not a classic session's query: read again instead
+            return None
+
     def parsed(self, checkpoint: Path, batch_id: int, now: datetime) -> DataFrame | None:
-        """The batch's records, parsed as the query parsed them (``reason`` null for a good
-        one); None when the batch read none (a batch run only to move the watermark)."""
+        """The batch's records read again, parsed as the query parsed them (``reason`` null for
+        a good one); None when the batch read none (a batch run only to move the watermark)."""
         start, end = kafka_batch_offsets(checkpoint, batch_id)
         if not records_between(start, end):
             return None

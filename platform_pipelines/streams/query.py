@@ -30,7 +30,7 @@ from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, read_plan, re
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.bronze import RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
-from platform_pipelines.streams.kafka_input import KafkaInput, offsets_option
+from platform_pipelines.streams.kafka_input import KafkaInput, observed_input, offsets_option
 from platform_pipelines.streams.keyed import apply_keyed_logic
 from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
 from platform_pipelines.streams.validate import DeclarationError
@@ -112,10 +112,13 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
     plan = read_plan(ctx.lakehouse.checkpoint(stream.name))
     kafka = None
     if isinstance(stream.source, KafkaSource) and stream.topic:  # reads="kafka"
-        kafka = KafkaInput(ctx.read_offsets, RecordParser(stream.source))
+        kafka = KafkaInput(
+            ctx.spark, target.query_id, ctx.read_offsets, RecordParser(stream.source)
+        )
         records = ctx.read_topic(stream.topic, plan.starting_timestamp_ms if plan else 0)
         # current_timestamp() is the batch's own time, recorded in its offsets file.
-        source = kafka.good_rows(kafka.parser.parse(records, F.current_timestamp()))
+        parsed = kafka.parser.parse(records, F.current_timestamp())
+        source = kafka.good_rows(observed_input(parsed, stream.event_time))
     else:
         source = ctx.read_table(stream.source_table, plan.starting_version if plan else None)
     if stream.watermark is not None:

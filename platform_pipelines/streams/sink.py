@@ -43,7 +43,7 @@ from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.bronze import POSITION, RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
 from platform_pipelines.streams.expressions import human_duration
-from platform_pipelines.streams.kafka_input import KafkaInput
+from platform_pipelines.streams.kafka_input import InputCounts, KafkaInput
 
 
 @dataclass(frozen=True)
@@ -159,9 +159,10 @@ class StageWriter:
         output = self._guarded(batch.select(*self._columns), clock).persist()
         try:
             rows_out = output.count()
+            counted = self._kafka.counted() if self._kafka is not None else None
 
             def late_rows_and_ledger() -> None:
-                rows_in, rows_late, bad = self._input(batch, batch_id, clock)
+                rows_in, rows_late, bad = self._input(batch, batch_id, clock, counted)
                 counts = BatchCounts(rows_in, rows_out, rows_late, rows_quarantined=bad)
                 watermarked = self._stream.watermark is not None
                 self._target.record(batch, batch_id, counts, clock, watermarked)
@@ -194,11 +195,12 @@ class StageWriter:
         else:
             self._target.append(output, table, app, batch_id, clock)
 
-    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock) -> tuple[int, int, int]:
+    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock,
+               counted: InputCounts | None = None) -> tuple[int, int, int]:  # fmt: skip
         """Rows the batch read, how many of them were late (now written) and how many bad (read
         from Kafka and skipped: bronze quarantines them)."""
         if self._kafka is not None:
-            return self._kafka_input(batch_id, clock)
+            return self._kafka_input(batch_id, clock, counted)
         start, end = batch_versions(self._target.checkpoint, batch_id, self._first_version)
         files = [f for f in added_files(self._upstream, start, end) if f.records != 0]
         spark = batch.sparkSession
@@ -212,9 +214,15 @@ class StageWriter:
         return rows_in, self._write_late(spark.read.parquet(*self._paths(candidates)), batch_id,
                                          clock), 0  # fmt: skip
 
-    def _kafka_input(self, batch_id: int, clock: BatchClock) -> tuple[int, int, int]:
-        """``_input`` of a stream that reads Kafka: its records are read and parsed again."""
+    def _kafka_input(self, batch_id: int, clock: BatchClock,
+                     counted: InputCounts | None) -> tuple[int, int, int]:  # fmt: skip
+        """``_input`` of a stream that reads Kafka: what the query counted, or, when a row may
+        be late (or nothing was counted), its records read and parsed again."""
         assert self._kafka is not None
+        if counted is not None and not (
+            self._finds_late and counted.may_be_late(clock.late_until_ms)
+        ):
+            return counted.records, 0, counted.bad
         parsed = self._kafka.parsed(self._target.checkpoint, batch_id, from_ms(clock.timestamp_ms))
         if parsed is None:
             return 0, 0, 0

@@ -14,6 +14,7 @@ from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.evolution import DeclarationChanged
+from platform_pipelines.streams.kafka_input import KafkaInput
 from platform_pipelines.streams.registry import StreamRegistry
 from tests.integration.events import ev
 from tests.integration.helpers import ledger, run_catch_up, table
@@ -30,8 +31,23 @@ def from_kafka(topic: str) -> StreamRegistry:
     return builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads="kafka"))
 
 
+@pytest.fixture
+def read_again(monkeypatch) -> list[int]:
+    """The batches whose records the writer read from Kafka again (instead of the counts the
+    query observed)."""
+    batches: list[int] = []
+    real = KafkaInput.parsed
+
+    def parsed(self, checkpoint, batch_id, now):
+        batches.append(batch_id)
+        return real(self, checkpoint, batch_id, now)
+
+    monkeypatch.setattr(KafkaInput, "parsed", parsed)
+    return batches
+
+
 def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_them(
-    spark, kafka_broker, topic_factory, lake
+    spark, kafka_broker, topic_factory, lake, read_again
 ):
     topic = topic_factory("fromkafka", partitions=2)
     good = [ev(f"e{i}", f"u{i % 3}", "page_view", i / 60) for i in range(30)]
@@ -43,6 +59,7 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
                             max_offsets=5, registry=registry)  # fmt: skip
 
     assert len(progress.batches["events"]) >= 6  # offsets ranges batch after batch
+    assert read_again == []  # no row could be late: the query's own counts were enough
     assert sorted(r["event_id"] for r in table(spark, lake, "events")) == sorted(
         e["event_id"] for e in good
     )
@@ -64,7 +81,7 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
 
 
 def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
-    spark, kafka_broker, topic_factory, lake
+    spark, kafka_broker, topic_factory, lake, read_again
 ):
     topic = topic_factory("fromkafkalate", partitions=2)
     epoch = {**ev("epoch", "u2", "page_view", 0), "event_time": "1970-01-01T00:00:00Z"}
@@ -87,6 +104,7 @@ def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
         "event_time is 15 min 0 s behind the watermark of events, which allows 10 min of lateness"
     )
     assert set(json.loads(late[0]["row"])) >= {"event_id", "kafka_partition", "kafka_offset"}
+    assert read_again == [0, 1] or read_again == [0, 2]  # the two batches with late rows
     dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
     assert dropped == len(late) == 3
     assert ledger(spark, lake, "events") == {
