@@ -64,6 +64,7 @@ class RecordParser:
     """
 
     def __init__(self, source: KafkaSource) -> None:
+        self.event_time = source.event_time if source.event_time in source.schema else None
         value = F.col("value")
         text = value.cast("string")
         too_big = F.length(value) > F.lit(source.max_record_bytes)

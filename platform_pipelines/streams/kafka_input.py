@@ -90,13 +90,25 @@ class KafkaInput:
         except (Py4JError, AttributeError):  # not a classic session's query: read again instead
             return None
 
-    def parsed(self, checkpoint: Path, batch_id: int, now: datetime) -> DataFrame | None:
+    def parsed(self, checkpoint: Path, batch_id: int, now: datetime,
+               late_until_ms: int | None = None) -> DataFrame | None:  # fmt: skip
         """The batch's records read again, parsed as the query parsed them (``reason`` null for
-        a good one); None when the batch read none (a batch run only to move the watermark)."""
+        a good one); None when the batch read none (a batch run only to move the watermark).
+
+        With ``late_until_ms``, only the records that may be late are parsed: a record whose
+        event time, read straight from its text, is after it cannot be (the parse reads the same
+        text into the same timestamp); one whose event time cannot be read that way is kept.
+        """
         start, end = kafka_batch_offsets(checkpoint, batch_id)
         if not records_between(start, end):
             return None
-        return self.parser.parse(self.read_range(start, end), now)
+        records = self.read_range(start, end)
+        field = self.parser.event_time
+        if late_until_ms is not None and field is not None:
+            text = F.get_json_object(F.col("value").cast("string"), f"$['{field}']")
+            at = F.try_to_timestamp(text)
+            records = records.where(at.isNull() | (at <= F.timestamp_millis(F.lit(late_until_ms))))
+        return self.parser.parse(records, now)
 
     def good_rows(self, parsed: DataFrame) -> DataFrame:
         return self.parser.good_rows(parsed)

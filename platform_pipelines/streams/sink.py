@@ -216,20 +216,25 @@ class StageWriter:
 
     def _kafka_input(self, batch_id: int, clock: BatchClock,
                      counted: InputCounts | None) -> tuple[int, int, int]:  # fmt: skip
-        """``_input`` of a stream that reads Kafka: what the query counted, or, when a row may
-        be late (or nothing was counted), its records read and parsed again."""
+        """``_input`` of a stream that reads Kafka: what the query counted, and the late rows
+        read again from Kafka when it saw a good row at or behind the watermark. Without counts,
+        every record is read again and counted here."""
         assert self._kafka is not None
-        if counted is not None and not (
-            self._finds_late and counted.may_be_late(clock.late_until_ms)
-        ):
-            return counted.records, 0, counted.bad
-        parsed = self._kafka.parsed(self._target.checkpoint, batch_id, from_ms(clock.timestamp_ms))
+        now, checkpoint = from_ms(clock.timestamp_ms), self._target.checkpoint
+        if counted is not None:
+            if not (self._finds_late and counted.may_be_late(clock.late_until_ms)):
+                return counted.records, 0, counted.bad
+            maybe = self._kafka.parsed(checkpoint, batch_id, now, clock.late_until_ms)
+            rows_late = 0 if maybe is None else self._write_late(self._kafka.good_rows(maybe),
+                                                                 batch_id, clock)  # fmt: skip
+            return counted.records, rows_late, counted.bad
+        parsed = self._kafka.parsed(checkpoint, batch_id, now)
         if parsed is None:
             return 0, 0, 0
         limit = F.timestamp_millis(F.lit(clock.late_until_ms))
-        late = F.col("reason").isNull() & (F.col(self._stream.event_time) <= limit)
-        late = late if self._finds_late else F.lit(False)
-        row = parsed.agg(F.count(F.lit(1)), F.count("reason"), F.count_if(late)).first()
+        is_late = F.col("reason").isNull() & (F.col(self._stream.event_time) <= limit)
+        is_late = is_late if self._finds_late else F.lit(False)
+        row = parsed.agg(F.count(F.lit(1)), F.count("reason"), F.count_if(is_late)).first()
         rows_in, bad, rows_late = (int(v) for v in row)  # type: ignore[union-attr]
         if rows_late:
             self._write_late(self._kafka.good_rows(parsed), batch_id, clock)
