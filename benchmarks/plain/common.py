@@ -32,6 +32,7 @@ def read_kafka(spark: SparkSession, bootstrap: str, topic: str,
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.fetch.max.wait.ms", "20")  # the platform's setting (streams/query.py)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
     )

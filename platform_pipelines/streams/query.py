@@ -37,6 +37,12 @@ from platform_pipelines.streams.validate import DeclarationError
 from platform_pipelines.streams.watermark import with_watermark
 
 _UNLIMITED_FILES = 1_000_000_000
+# How long the broker may hold a fetch of Spark's Kafka consumers when it has no new record to
+# give. Kafka's default of 500 ms cost every batch that read up to a partition's end ~1 s on 2
+# cores (a 300,000-record catch-up: its last full batch 2.8-3.3 s against 1.7-2.0 s for the
+# others; with 20 ms, 1.7-2.2 s like the rest). A task only asks for offsets that exist, so a
+# shorter wait costs nothing but an earlier empty answer when a partition is idle.
+KAFKA_FETCH_MAX_WAIT_MS = "20"
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class StreamContext:
             self.spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
             .options(**kafka_security().spark_options())  # PLATFORM_KAFKA_*: TLS, SASL
+            .option("kafka.fetch.max.wait.ms", KAFKA_FETCH_MAX_WAIT_MS)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("failOnDataLoss", "true")
@@ -76,6 +83,7 @@ class StreamContext:
             self.spark.read.format("kafka")
             .option("kafka.bootstrap.servers", self.kafka_bootstrap_servers)
             .options(**kafka_security().spark_options())
+            .option("kafka.fetch.max.wait.ms", KAFKA_FETCH_MAX_WAIT_MS)
             .option("assign", json.dumps({t: sorted(parts) for t, parts in end.items()}))
             .option("startingOffsets", json.dumps(offsets_option(start, end)))
             .option("endingOffsets", json.dumps(offsets_option(end)))
