@@ -129,12 +129,17 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
                         broker.check()
 
                     _materialize(context, chosen, "started")
-                    run_streams(ctx, chosen, options, log.on_progress,
-                                on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
-                                recorder=recorder, stop=stop, lock=False, watch=watch)  # fmt: skip
-        except GracefulStop as done:
+                    try:
+                        run_streams(ctx, chosen, options, log.on_progress,
+                                    on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
+                                    recorder=recorder, stop=stop, lock=False, watch=watch)  # fmt: skip
+                    except GracefulStop as done:
+                        # While signals are still only recorded: the run process forwards a
+                        # Ctrl-C as a second SIGINT, which may arrive only now.
+                        _cancel(context, done)
+                        raise
+        except GracefulStop:
             _materialize(context, chosen, "stopped", log)
-            _cancel(context, done)
             return
         except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError,
                 DeclarationChanged, LockDatabaseError, LockLostError) as error:  # fmt: skip
@@ -161,7 +166,8 @@ def _chosen(config: StreamRunConfig, streams: Sequence[Stream]) -> list[Stream]:
 def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:
     """Mark the run CANCELING: a stop asked for by a user (Ctrl-C, SIGTERM, the UI's Terminate)
     is a cancel, not a failure. The op then returns, so the step ends without an error and stack
-    trace, and the run process ends the run CANCELED."""
+    trace, and the run process ends the run CANCELED. Marked first, before any other write to the
+    event log, so nothing that fails after it can turn the cancel into a failure."""
     context.log.info(done.line())
     run = context.instance.get_run_by_id(context.run_id)
     if run is not None and run.status is not dg.DagsterRunStatus.CANCELING:
