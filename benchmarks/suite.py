@@ -43,10 +43,10 @@ SECTIONS = ("throughput", "latency", "scaling")
 DEFAULTS: dict[str, dict[str, Any]] = {
     "full": {"events": 300_000, "users": 10_000, "rate": 10_000.0, "latency_seconds": 30.0,
              "latency_users": 10_000, "drain_seconds": 90.0,
-             "keys": "10000,100000,1000000", "warmup": True},
+             "keys": "10000,100000,1000000", "warmup": True, "warmup_rounds": 6},
     "quick": {"events": 6_000, "users": 300, "rate": 500.0, "latency_seconds": 8.0,
               "latency_users": 300, "drain_seconds": 30.0, "keys": "2000,8000",
-              "warmup": False},
+              "warmup": False, "warmup_rounds": 1},
 }  # fmt: skip
 console = Console()
 
@@ -134,6 +134,12 @@ def _interrupt(signum: int, frame: object) -> None:
     "the plain bronze, dedup and sessions (Kafka, Delta, RocksDB, Python workers loaded) "
     "[full: on; quick: off].",
 )
+@click.option(
+    "--warmup-rounds",
+    type=click.IntRange(1),
+    help="With the warm-up on: the most rounds of the dedup path (platform and plain pair), "
+    "repeated until each one's time settles within 5 % [full: 6; quick: 1].",
+)
 @click.option("--seed", default=42, show_default=True, help="Seeds the synthetic inputs.")
 @click.option(
     "--out-dir",
@@ -214,7 +220,8 @@ def _run(cfg: dict[str, Any], work: Path, figures: Figures, say: Any) -> dict[st
         # A full catch-up batch per query, so the JIT has compiled each one's per-record code
         # before anything is timed: with 1,000 records the first timed run paid for it.
         warm = (cfg["max_offsets"] or 50_000) if cfg["warmup"] else 300
-        throughput.warm_up(env, say, full=cfg["warmup"], records=warm)
+        rounds = cfg["warmup_rounds"] if cfg["warmup"] else 1
+        cfg["warmup_seconds"] = throughput.warm_up(env, say, cfg["warmup"], warm, rounds)
         if "throughput" in cfg["sections"]:
             tcfg = throughput.ThroughputConfig(cfg["events"], cfg["users"], cfg["seed"])
             cfg["throughput_input"] = throughput.produce_input(env, tcfg, "bench-input", say)

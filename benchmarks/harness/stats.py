@@ -46,6 +46,19 @@ def spread(values: Iterable[float | None]) -> Spread:
     return {"min": min(kept), "median": statistics.median(kept), "max": max(kept), "n": len(kept)}
 
 
+def settled(times: Sequence[float], tolerance: float) -> bool:
+    """Whether the last two of ``times`` (one run repeated) differ by at most ``tolerance`` of the
+    smaller: a warm-up repeats a run until it has stopped getting faster.
+
+    >>> settled([27.7, 21.2], 0.05), settled([21.2, 18.9, 17.6, 17.9], 0.05), settled([5.0], 0.05)
+    (False, True, False)
+    """
+    if len(times) < 2:
+        return False
+    before, last = times[-2], times[-1]
+    return abs(before - last) <= tolerance * min(before, last)
+
+
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
     """``numerator / denominator``; None when either is missing or the denominator is 0."""
     if numerator is None or denominator is None or denominator == 0:

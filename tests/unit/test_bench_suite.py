@@ -23,6 +23,7 @@ from benchmarks.harness.stats import (
     paired_ratios,
     percentile,
     ratio,
+    settled,
     spread,
     spreads_of,
 )
@@ -187,3 +188,14 @@ def test_shape_problems_name_what_is_wrong() -> None:
     assert "ratio 'bronze_speedup' is 'fast', not a number" in problems
     assert "throughput/clickstream_raw/platform: a sample lacks load_after" in problems
     assert shape_problems({"schema": SCHEMA})[0] == "missing key 'config'"
+
+
+@pytest.mark.parametrize(("times", "expected"), [
+    ([], False), ([10.0], False),  # one run says nothing about the next
+    ([27.7, 21.2, 18.9], False),  # still getting faster: 12 % between the last two
+    ([18.9, 17.6, 18.4], True),  # 4.5 % apart
+    ([17.0, 17.8], True),  # 4.7 % slower: noise, not a trend
+    ([17.0, 17.9], False),  # slower by more than 5 %: not settled either
+])  # fmt: skip
+def test_a_warm_up_repeats_until_the_last_two_runs_agree_within_the_tolerance(times, expected):
+    assert settled(times, 0.05) is expected
