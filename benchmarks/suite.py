@@ -43,10 +43,10 @@ SECTIONS = ("throughput", "latency", "scaling")
 DEFAULTS: dict[str, dict[str, Any]] = {
     "full": {"events": 300_000, "users": 10_000, "rate": 10_000.0, "latency_seconds": 30.0,
              "latency_users": 10_000, "drain_seconds": 90.0,
-             "keys": "10000,100000,1000000", "warmup": True, "warmup_rounds": 6},
+             "keys": "10000,100000,1000000", "warmup": True},
     "quick": {"events": 6_000, "users": 300, "rate": 500.0, "latency_seconds": 8.0,
               "latency_users": 300, "drain_seconds": 30.0, "keys": "2000,8000",
-              "warmup": False, "warmup_rounds": 1},
+              "warmup": False},
 }  # fmt: skip
 console = Console()
 
@@ -136,9 +136,11 @@ def _interrupt(signum: int, frame: object) -> None:
 )
 @click.option(
     "--warmup-rounds",
+    default=1,
+    show_default=True,
     type=click.IntRange(1),
     help="With the warm-up on: the most rounds of the dedup path (platform and plain pair), "
-    "repeated until each one's time settles within 5 % [full: 6; quick: 1].",
+    "repeated until each one's time settles within 5 % (1: no rounds).",
 )
 @click.option("--seed", default=42, show_default=True, help="Seeds the synthetic inputs.")
 @click.option(
