@@ -201,9 +201,10 @@ def warm_up(env: Env, say: Say, full: bool = True, records: int = 1000, rounds: 
     plain bronze, dedup and sessions (which load most of it).
 
     With ``rounds`` > 1 the dedup path (the platform's and the plain pair) then runs again until
-    each one's wall time settles (two rounds within ``tolerance``) or ``rounds`` ran: after one
-    pass the JIT is still at work, and the same run got ~35 % faster over its next four. Returns
-    each one's wall seconds per round, for the results."""
+    each one's wall time settles (two rounds within ``tolerance``) or ``rounds`` ran. Meant to
+    take the drift out of the ratios, it did not (README, "Benchmarks"): the rounds never settled
+    and the timed runs kept getting faster on both sides, so the suite leaves it off by default.
+    Returns each one's wall seconds per round, for the results."""
     topic = "bench-warmup"
     env.topic(topic, generate_clickstream(clickstream(records, max(records // 20, 1), 99)))
     out = env.work / "warmup-plain"

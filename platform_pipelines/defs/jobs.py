@@ -168,10 +168,10 @@ def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:
     is a cancel, not a failure. The op then returns, so the step ends without an error and stack
     trace, and the run process ends the run CANCELED. Marked first, before any other write to the
     event log, so nothing that fails after it can turn the cancel into a failure."""
-    context.log.info(done.line())
     run = context.instance.get_run_by_id(context.run_id)
     if run is not None and run.status is not dg.DagsterRunStatus.CANCELING:
         context.instance.report_run_canceling(run, message=f"Stop requested by {done.reason}.")
+    context.log.info(done.line())
 
 
 def make_stream_job(name: str, streams: Sequence[Stream], description: str) -> dg.JobDefinition:
