@@ -187,6 +187,11 @@ TARGETS = (
     Target("dedup_latency_p50_seconds", "<=", 1.0, "dedup p50 end to end at 10k events/s"),
     Target("restart_first_batch_seconds", "<=", 5.0, "first batch after a restart, 1M keys"),
 )
+# The throughput targets hold for the issue's input size: on a few thousand records a run is
+# mostly its fixed costs (a first start, table creation), so a smoke run's ratios say nothing.
+THROUGHPUT_TARGETS = ("sessions_vs_native_ratio", "dedup_path_events_per_second",
+                      "bronze_overhead_ratio", "dedup_path_overhead_ratio")  # fmt: skip
+THROUGHPUT_RECORDS = 300_000
 
 
 def headline_figures(figures: Figures) -> dict[str, Any]:
@@ -197,6 +202,7 @@ def headline_figures(figures: Figures) -> dict[str, Any]:
     restarts = figures.section("restart")
     heads: dict[str, Any] = {
         "dedup_path_events_per_second": path.median("rows_per_second") if path else None,
+        "throughput_records": path.median("rows") if path else None,
         "dedup_latency_p50_seconds": latency.median("p50_seconds") if latency else None,
         "dedup_latency_p95_seconds": latency.median("p95_seconds") if latency else None,
         "dedup_latency_rate": latency.params.get("rate") if latency else None,
@@ -217,10 +223,13 @@ def headline_figures(figures: Figures) -> dict[str, Any]:
 def evaluate_targets(heads: Mapping[str, Any], ratios: Mapping[str, Mapping[str, Any]]
                      ) -> list[dict[str, Any]]:  # fmt: skip
     """Each target with the run's value and whether it was met (None: not measured, or not under
-    the target's conditions: fewer than 9,500 events/s reached by the producer, fewer than 1M
-    keys)."""
+    the target's conditions: a throughput input under 300,000 records, fewer than 9,500 events/s
+    reached by the producer, fewer than 1M keys)."""
     values = {**heads, **{name: r.get("median") for name, r in ratios.items()}}
-    applies = {  # the rate the producer reached, not the one asked for
+    at_scale = (heads.get("throughput_records") or 0) >= THROUGHPUT_RECORDS
+    applies = {
+        **{figure: at_scale for figure in THROUGHPUT_TARGETS},
+        # the rate the producer reached, not the one asked for
         "dedup_latency_p50_seconds": (heads.get("dedup_latency_achieved_rate") or 0) >= 9_500,
         "restart_first_batch_seconds": (heads.get("restart_keys") or 0) >= 1_000_000,
     }
