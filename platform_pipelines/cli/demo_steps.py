@@ -42,15 +42,17 @@ def _all_streams_job():  # type: ignore[no-untyped-def]
     return defs.resolve_job_def(ALL_STREAMS_JOB)
 
 
-def run_all_streams_catch_up(max_offsets_per_trigger: int = 50_000) -> tuple[str, str]:
-    """Execute the all_streams job in catch-up mode; returns (run id, run status)."""
+def run_all_streams_catch_up(max_offsets_per_trigger: int | None = None) -> tuple[str, str]:
+    """Execute the all_streams job in catch-up mode (Kafka records per batch: the job's
+    default unless given); returns (run id, run status)."""
     import dagster as dg
 
     from platform_pipelines.definitions import ALL_STREAMS_JOB
 
     use_project_instance()
-    op_config = {"mode": "catch_up", "max_offsets_per_trigger": max_offsets_per_trigger,
-                 "progress_log_interval_seconds": 5}  # fmt: skip
+    op_config: dict[str, object] = {"mode": "catch_up", "progress_log_interval_seconds": 5}
+    if max_offsets_per_trigger is not None:
+        op_config["max_offsets_per_trigger"] = max_offsets_per_trigger
     config = {"ops": {f"run_{ALL_STREAMS_JOB}": {"config": op_config}}}
     with dg.DagsterInstance.get() as instance:
         result = dg.execute_job(

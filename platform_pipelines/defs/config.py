@@ -6,7 +6,7 @@ from enum import Enum
 import dagster as dg
 from pydantic import Field, ValidationInfo, field_validator
 
-from platform_pipelines.runtime.runner import RunOptions
+from platform_pipelines.runtime.runner import CATCH_UP_BATCH_RECORDS, RunOptions
 from platform_pipelines.streams.declare import Stream
 
 
@@ -53,7 +53,7 @@ class StreamRunConfig(dg.Config):
         description="Trigger interval in continuous mode; default: each stream's declared trigger.",
     )
     max_offsets_per_trigger: int | None = Field(
-        default=50_000,
+        default=CATCH_UP_BATCH_RECORDS,
         description="At most this many Kafka records per micro-batch while catching up; null "
         "for no limit. Continuous triggers read every partition to its end (a limit would read "
         "partitions at different event times and the watermark would drop on-time rows).",

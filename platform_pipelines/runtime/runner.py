@@ -38,6 +38,13 @@ from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
 from platform_pipelines.streams.query import StreamContext, build_query
 
+# Kafka records per catch-up batch. Each batch has a fixed cost (bronze's count and three commits,
+# the offsets and commit logs, planning: 1.0-1.5 s on 2 cores), so a backlog catches up faster in
+# fewer, larger batches: over 300,000 records the pipeline took 24.5 s at 50,000 per batch, 18.1 s
+# at 200,000 and 15.8 s in one batch (benchmarks/bench_tuning.py). 200,000 bounds what one batch
+# holds in memory and redoes after a failure.
+CATCH_UP_BATCH_RECORDS = 200_000
+
 Mode = Literal["continuous", "catch_up"]
 Phase = Literal["catch_up", "continuous"]
 
@@ -56,7 +63,7 @@ class RunOptions:
 
     mode: Mode = "continuous"
     processing_time: str = "10 seconds"
-    max_offsets_per_trigger: int | None = 50_000
+    max_offsets_per_trigger: int | None = CATCH_UP_BATCH_RECORDS
 
 
 class CheckpointDamagedError(RuntimeError):

@@ -133,7 +133,7 @@ def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger()
     assert (options.mode, options.processing_time, options.max_offsets_per_trigger) == (
         "continuous",
         "10 seconds",
-        50_000,
+        200_000,
     )
 
 
