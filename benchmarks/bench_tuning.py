@@ -37,19 +37,11 @@ import click  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchmarks.harness.options import counts  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "tuning.json"
 STREAMS = ("clickstream_raw", "events", "user_sessions")
 console = Console()
-
-
-def _numbers(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v.replace("_", "")) for v in text.split(",") if v.strip())
-    except ValueError as error:
-        raise click.BadParameter(f"{text!r}: give whole numbers like 2,4,8") from error
-    if not values or min(values) < 1:
-        raise click.BadParameter(f"{text!r}: give at least one positive number")
-    return values
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -72,7 +64,8 @@ def main(partitions_text: str, batches_text: str, events: int, users: int, repea
     from benchmarks.harness.platform_run import run_platform
     from benchmarks.harness.throughput import ThroughputConfig, produce_input, warm_up
 
-    partitions, batches = _numbers(partitions_text), _numbers(batches_text)
+    partitions = counts(partitions_text, "state partitions", "2,4,8")
+    batches = counts(batches_text, "records per batch", "50000,100000")
     combos = [(p, b) for p in partitions for b in batches]
     if not sys.stdout.isatty():
         console.width = 150

@@ -35,6 +35,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.g
 import click  # noqa: E402
 from rich.console import Console  # noqa: E402
 
+from benchmarks.harness.options import counts  # noqa: E402
 from benchmarks.harness.results import Figures, build_document, shape_problems  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -56,16 +57,6 @@ def _say(began: float) -> Any:
         console.print(f"[dim]{time.monotonic() - began:6.0f} s[/dim] {line}", soft_wrap=True)
 
     return say
-
-
-def _keys(text: str) -> tuple[int, ...]:
-    try:
-        keys = tuple(int(k.replace("_", "")) for k in text.split(",") if k.strip())
-    except ValueError as error:
-        raise click.BadParameter(f"{text!r}: give key counts like 10000,100000,1000000") from error
-    if not keys or min(keys) < 1:
-        raise click.BadParameter(f"{text!r}: give at least one positive key count")
-    return keys
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -161,7 +152,7 @@ def main(quick: bool, repeat: int, sections: str, keep: bool, out_dir: Path,
     unknown = set(cfg["sections"]) - set(SECTIONS)
     if unknown:
         raise click.BadParameter(f"unknown {', '.join(sorted(unknown))}; choose from {SECTIONS}")
-    cfg["keys"] = _keys(str(cfg["keys"]))
+    cfg["keys"] = counts(str(cfg["keys"]), "key counts", "10000,100000,1000000")
     signal.signal(signal.SIGTERM, _interrupt)
     if not sys.stdout.isatty():
         console.width = 150

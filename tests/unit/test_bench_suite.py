@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import click
 import pytest
 
+from benchmarks.harness.options import counts
 from benchmarks.harness.results import (
     RATIOS,
     SCHEMA,
@@ -207,3 +209,11 @@ def test_shape_problems_name_what_is_wrong() -> None:
 ])  # fmt: skip
 def test_a_warm_up_repeats_until_the_last_two_runs_agree_within_the_tolerance(times, expected):
     assert settled(times, 0.05) is expected
+
+
+def test_list_options_take_positive_whole_numbers_and_say_what_to_give():
+    assert counts("2, 4,8_000", "state partitions", "2,4,8") == (2, 4, 8000)
+    with pytest.raises(click.BadParameter, match=r"give state partitions like 2,4,8"):
+        counts("2,four", "state partitions", "2,4,8")
+    with pytest.raises(click.BadParameter, match=r"at least one positive number of key counts"):
+        counts("0", "key counts", "10000")
