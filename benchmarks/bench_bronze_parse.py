@@ -87,19 +87,31 @@ def main() -> None:
     for setting in SETTINGS:
         console.print(f"huge methods {setting}: {args.rounds} rounds of {args.events:,} records…")
         child = subprocess.run(
-            [sys.executable, __file__, "--events", str(args.events), "--rounds",
-             str(args.rounds), "--huge-methods", setting],
-            capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+            [
+                sys.executable,
+                __file__,
+                "--events",
+                str(args.events),
+                "--rounds",
+                str(args.rounds),
+                "--huge-methods",
+                setting,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         if child.returncode != 0:
             console.print(child.stderr[-3000:])
             raise SystemExit(f"the {setting} run failed (exit {child.returncode})")
         for variant, samples in json.loads(child.stdout.strip().splitlines()[-1]).items():
             median = statistics.median(samples)
             results[f"{variant}, huge methods {setting}"] = {
-                "median_seconds": round(median, 3), "samples": [round(s, 3) for s in samples],
+                "median_seconds": round(median, 3),
+                "samples": [round(s, 3) for s in samples],
                 "rows_per_second": round(args.events / median),
-            }  # fmt: skip
+            }
     table = Table("variant", "median s", "rows/s", title=f"Bronze parse, {args.events:,} records")
     for name, figures in results.items():
         table.add_row(name, f"{figures['median_seconds']:.2f}", f"{figures['rows_per_second']:,}")
@@ -108,12 +120,14 @@ def main() -> None:
     plain = results["plain, huge methods compiled"]["median_seconds"]
     interpreted = results["platform, huge methods interpreted"]["median_seconds"]
     doc = {
-        "events": args.events, "rounds": args.rounds, "variants": results,
+        "events": args.events,
+        "rounds": args.rounds,
+        "variants": results,
         "platform_vs_plain_ratio": round(plain / platform, 2),  # type: ignore[operator]
         "compiled_vs_interpreted_ratio": round(interpreted / platform, 2),  # type: ignore[operator]
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }  # fmt: skip
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
     console.print(f"wrote {RESULTS.relative_to(REPO)}")

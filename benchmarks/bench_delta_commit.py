@@ -76,12 +76,24 @@ def main() -> None:
     console = Console()
     console.print(table)
     ratio = summary["txn"]["median_ms"] / summary["tagged"]["median_ms"]
-    console.print(f"Delta's idempotent write costs {ratio:.1f}x the tagged one "
-                  f"(load average {min(loads):.1f}-{max(loads):.1f}).")  # fmt: skip
+    console.print(
+        f"Delta's idempotent write costs {ratio:.1f}x the tagged one "
+        f"(load average {min(loads):.1f}-{max(loads):.1f})."
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"rounds": args.rounds, "warm_up": WARM_UP, "variants": summary,
-                                   "txn_vs_tagged_ratio": round(ratio, 2),
-                                   "load": [min(loads), max(loads)]}, indent=2) + "\n")  # fmt: skip
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "rounds": args.rounds,
+                "warm_up": WARM_UP,
+                "variants": summary,
+                "txn_vs_tagged_ratio": round(ratio, 2),
+                "load": [min(loads), max(loads)],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     console.print(f"Results written to {RESULTS}")
 
 

@@ -57,8 +57,13 @@ def fleet_stream(name: str, topic: str | None) -> Stream:
     """A bronze stream of ``topic`` (its lag asked of the broker), or a stream of a table."""
     if topic:
         return IngestStream(KafkaSource(topic=topic, schema={"key": "string"}, raw_table=name))
-    return StatefulStream(name=name, description="bench", source=TableSource("bench_input"),
-                          key="key", output_schema={"key": "string"})  # fmt: skip
+    return StatefulStream(
+        name=name,
+        description="bench",
+        source=TableSource("bench_input"),
+        key="key",
+        output_schema={"key": "string"},
+    )
 
 
 def build_fleet(local_dir: Path, streams: int, topic: str | None) -> list[Stream]:
@@ -71,9 +76,18 @@ def build_fleet(local_dir: Path, streams: int, topic: str | None) -> list[Stream
         name = f"stream_{i:02d}"
         for batch in range(60):
             progress = dict(samples[batch % len(samples)], batchId=batch, name=name)
-            store.append(ProgressRecord(ts=now - (60 - batch) * 2, event="progress", stream=name,
-                                        run_id="bench", progress=progress, trigger_seconds=1.0,
-                                        pid=os.getpid(), host=os.uname().nodename))  # fmt: skip
+            store.append(
+                ProgressRecord(
+                    ts=now - (60 - batch) * 2,
+                    event="progress",
+                    stream=name,
+                    run_id="bench",
+                    progress=progress,
+                    trigger_seconds=1.0,
+                    pid=os.getpid(),
+                    host=os.uname().nodename,
+                )
+            )
         checkpoint = local_dir / "lakehouse" / "checkpoints" / name
         shutil.copytree(CHECKPOINT, checkpoint)
         targets.append(fleet_stream(name, topic))
@@ -116,8 +130,9 @@ def main() -> None:
         with dg.instance_for_test() as instance:
             for _ in range(args.repeat + 1):
                 start = time.perf_counter()
-                tick = health_tick(instance, targets, Lakehouse(root / "lakehouse"), settings,
-                                   CONFIG, None)  # fmt: skip
+                tick = health_tick(
+                    instance, targets, Lakehouse(root / "lakehouse"), settings, CONFIG, None
+                )
                 times.append(time.perf_counter() - start)
                 events, cursor = len(tick.events), tick.cursor
         times = times[1:]  # the first evaluation warms imports and caches

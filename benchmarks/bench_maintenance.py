@@ -62,8 +62,13 @@ RESULTS = Path(__file__).parent / "results" / "maintenance.json"
 TABLE = "clickstream_raw"
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
 BATCH = timedelta(seconds=10)
-_ARROW = {"string": pa.string(), "double": pa.float64(), "int": pa.int32(), "bigint": pa.int64(),
-          "timestamp": pa.timestamp("us", tz="UTC")}  # fmt: skip
+_ARROW = {
+    "string": pa.string(),
+    "double": pa.float64(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
 
 
 def bronze_rows(appends: int, rows: int, partitions: int) -> list[list[dict[str, Any]]]:
@@ -83,9 +88,16 @@ def bronze_rows(appends: int, rows: int, partitions: int) -> list[list[dict[str,
                 at -= timedelta(seconds=30 + zlib.crc32(record.value) % 570)
             partition = zlib.crc32(row["user_id"].encode()) % partitions
             offsets[partition] += 1
-            batch.append({**row, "event_time": at, "kafka_partition": partition,
-                          "kafka_offset": offsets[partition], "kafka_timestamp": start + BATCH,
-                          "_rescued_data": None})  # fmt: skip
+            batch.append(
+                {
+                    **row,
+                    "event_time": at,
+                    "kafka_partition": partition,
+                    "kafka_offset": offsets[partition],
+                    "kafka_timestamp": start + BATCH,
+                    "_rescued_data": None,
+                }
+            )
         batches.append(batch)
     return batches
 
@@ -97,8 +109,9 @@ class PlainAppender:
     def __init__(self, table: Path, schema: StructType) -> None:
         self.table = table
         self.schema = schema
-        self.arrow = pa.schema([pa.field(f.name, _ARROW[f.dataType.simpleString()], f.nullable)
-                                for f in schema.fields])  # fmt: skip
+        self.arrow = pa.schema(
+            [pa.field(f.name, _ARROW[f.dataType.simpleString()], f.nullable) for f in schema.fields]
+        )
 
     def append(self, version: int, rows: list[dict[str, Any]], partitions: int) -> None:
         now = to_ms(datetime.now(UTC))
@@ -108,17 +121,35 @@ class PlainAppender:
             if not part:
                 continue
             name = f"part-{p:05d}-{uuid.uuid4()}-c000.snappy.parquet"
-            pq.write_table(pa.Table.from_pylist(part, schema=self.arrow), self.table / name,
-                           compression="snappy")  # fmt: skip
-            adds.append({"add": {"path": name, "partitionValues": {},
-                                 "size": (self.table / name).stat().st_size,
-                                 "modificationTime": now, "dataChange": True,
-                                 "stats": json.dumps(self._stats(part))}})  # fmt: skip
-        info = {"commitInfo": {"timestamp": now, "operation": "WRITE",
-                               "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-                               "readVersion": version - 1, "isolationLevel": "Serializable",
-                               "isBlindAppend": True, "userMetadata": batch_tag("bench", version),
-                               "engineInfo": "bench_maintenance"}}  # fmt: skip
+            pq.write_table(
+                pa.Table.from_pylist(part, schema=self.arrow),
+                self.table / name,
+                compression="snappy",
+            )
+            adds.append(
+                {
+                    "add": {
+                        "path": name,
+                        "partitionValues": {},
+                        "size": (self.table / name).stat().st_size,
+                        "modificationTime": now,
+                        "dataChange": True,
+                        "stats": json.dumps(self._stats(part)),
+                    }
+                }
+            )
+        info = {
+            "commitInfo": {
+                "timestamp": now,
+                "operation": "WRITE",
+                "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+                "readVersion": version - 1,
+                "isolationLevel": "Serializable",
+                "isBlindAppend": True,
+                "userMetadata": batch_tag("bench", version),
+                "engineInfo": "bench_maintenance",
+            }
+        }
         lines = [json.dumps(a) for a in (info, *adds)]
         log = self.table / "_delta_log" / f"{version:020d}.json"
         log.write_text("\n".join(lines) + "\n")
@@ -133,8 +164,12 @@ class PlainAppender:
             if not values or any(isinstance(v, str) and len(v) > 32 for v in values):
                 continue  # Delta truncates long strings' statistics; leaving them out is valid
             low[name], high[name] = min(values), max(values)
-        return {"numRecords": len(rows), "minValues": _json(low), "maxValues": _json(high),
-                "nullCount": nulls}  # fmt: skip
+        return {
+            "numRecords": len(rows),
+            "minValues": _json(low),
+            "maxValues": _json(high),
+            "nullCount": nulls,
+        }
 
 
 def _json(values: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +185,9 @@ def build_table(spark: SparkSession, lake: Lakehouse, args: argparse.Namespace) 
     appender = PlainAppender(path, schema)
     for version, rows in enumerate(batches[:-1], start=1):
         appender.append(version, rows, args.partitions)
-    last = spark.createDataFrame([tuple(r[c] for c in schema.fieldNames()) for r in batches[-1]],
-                                 schema).repartition(args.partitions, "kafka_partition")  # fmt: skip
+    last = spark.createDataFrame(
+        [tuple(r[c] for c in schema.fieldNames()) for r in batches[-1]], schema
+    ).repartition(args.partitions, "kafka_partition")
     append_exactly_once(last, path, "bench", args.appends, to_ms(datetime.now(UTC)))
     return time.monotonic() - started
 
@@ -182,8 +218,11 @@ def read_times(spark: SparkSession, path: Path, args: argparse.Namespace) -> dic
     for name in queries():
         cold, rows = timed(spark, queries()[name], cold=True)
         warm = [timed(spark, queries()[name], cold=False)[0] for _ in range(args.repeats)]
-        figures[name] = {"cold_seconds": round(cold, 2),
-                         "warm_seconds": round(statistics.median(warm), 2), "rows": rows}  # fmt: skip
+        figures[name] = {
+            "cold_seconds": round(cold, 2),
+            "warm_seconds": round(statistics.median(warm), 2),
+            "rows": rows,
+        }
     return figures
 
 
@@ -191,9 +230,14 @@ def file_figures(path: Path) -> dict[str, Any]:
     live = table_files(path)
     assert live is not None
     disk = data_files(path)
-    return {"version": live.version, "live_files": live.files, "live_bytes": live.bytes,
-            "avg_file_bytes": round(live.avg_bytes), "files_on_disk": len(disk),
-            "bytes_on_disk": sum(disk.values())}  # fmt: skip
+    return {
+        "version": live.version,
+        "live_files": live.files,
+        "live_bytes": live.bytes,
+        "avg_file_bytes": round(live.avg_bytes),
+        "files_on_disk": len(disk),
+        "bytes_on_disk": sum(disk.values()),
+    }
 
 
 def auto_compaction(spark: SparkSession, folder: Path, appends: int) -> dict[str, Any]:
@@ -204,8 +248,10 @@ def auto_compaction(spark: SparkSession, folder: Path, appends: int) -> dict[str
     for name, path in tables.items():
         rows.limit(0).write.format("delta").save(str(path))
         if name == "auto_compact":
-            spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
-                      "('delta.autoOptimize.autoCompact' = 'true')")  # fmt: skip
+            spark.sql(
+                f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
+                "('delta.autoOptimize.autoCompact' = 'true')"
+            )
     for _ in range(appends):
         for name, path in tables.items():
             started = time.perf_counter()
@@ -226,18 +272,33 @@ def auto_compaction(spark: SparkSession, folder: Path, appends: int) -> dict[str
 
 
 def report(console: Console, result: dict[str, Any]) -> None:
-    table = Table("", "files", "avg file", "full scan cold", "full scan warm", "filtered cold",
-                  "filtered warm", title=f"{TABLE} after {count(result['appends'])} appends")  # fmt: skip
+    table = Table(
+        "",
+        "files",
+        "avg file",
+        "full scan cold",
+        "full scan warm",
+        "filtered cold",
+        "filtered warm",
+        title=f"{TABLE} after {count(result['appends'])} appends",
+    )
     for label in ("without_maintenance", "with_maintenance"):
         files, reads = result[label]["files"], result[label]["reads"]
         full, one = reads["full_scan"], reads["last_hour_of_one_user"]
-        table.add_row(label.replace("_", " "), count(files["live_files"]),
-                      size(files["avg_file_bytes"]), f"{full['cold_seconds']:.1f} s",
-                      f"{full['warm_seconds']:.1f} s", f"{one['cold_seconds']:.1f} s",
-                      f"{one['warm_seconds']:.1f} s")  # fmt: skip
+        table.add_row(
+            label.replace("_", " "),
+            count(files["live_files"]),
+            size(files["avg_file_bytes"]),
+            f"{full['cold_seconds']:.1f} s",
+            f"{full['warm_seconds']:.1f} s",
+            f"{one['cold_seconds']:.1f} s",
+            f"{one['warm_seconds']:.1f} s",
+        )
     console.print(table)
-    console.print(f"maintenance took {result['maintenance']['seconds']:.0f} s "
-                  f"(retention {result['maintenance']['retention_hours']:.0f} h)")  # fmt: skip
+    console.print(
+        f"maintenance took {result['maintenance']['seconds']:.0f} s "
+        f"(retention {result['maintenance']['retention_hours']:.0f} h)"
+    )
     if auto := result.get("auto_compaction"):
         console.print(f"auto compaction over {auto['appends']} appends: {auto}")
 
@@ -251,34 +312,45 @@ def main() -> None:
     parser.add_argument("--auto-compact-appends", type=int, default=100)
     args = parser.parse_args()
     console = Console()
-    spark = build_spark_session(SparkOptions(master="local[2]", state_partitions=2,
-                                             ui_enabled=False))  # fmt: skip
+    spark = build_spark_session(
+        SparkOptions(master="local[2]", state_partitions=2, ui_enabled=False)
+    )
     lake = Lakehouse(Path(tempfile.mkdtemp(prefix="bench_maintenance_")))
     loads = [os.getloadavg()[0]]
     with console.status(f"Writing {count(args.appends)} appends..."):
         built = build_table(spark, lake, args)
     path = lake.table(TABLE)
-    result: dict[str, Any] = {"appends": args.appends, "rows_per_append": args.rows,
-                              "kafka_partitions": args.partitions, "build_seconds": round(built)}  # fmt: skip
+    result: dict[str, Any] = {
+        "appends": args.appends,
+        "rows_per_append": args.rows,
+        "kafka_partitions": args.partitions,
+        "build_seconds": round(built),
+    }
     with console.status("Reading without maintenance..."):
-        result["without_maintenance"] = {"files": file_figures(path),
-                                         "reads": read_times(spark, path, args)}  # fmt: skip
+        result["without_maintenance"] = {
+            "files": file_figures(path),
+            "reads": read_times(spark, path, args),
+        }
     loads.append(os.getloadavg()[0])
     with console.status("Maintaining..."):
         done = maintain_table(spark, lake, [], TABLE, MaintenanceOptions())
     result["maintenance"] = {
-        "seconds": round(done.seconds, 1), "retention_hours": done.retention.hours,
+        "seconds": round(done.seconds, 1),
+        "retention_hours": done.retention.hours,
         "files_compacted": done.compaction.files_removed if done.compaction else 0,
         "files_vacuumed": done.vacuum.files_deleted if done.vacuum else 0,
-    }  # fmt: skip
+    }
     with console.status("Reading with maintenance..."):
-        result["with_maintenance"] = {"files": file_figures(path),
-                                      "reads": read_times(spark, path, args)}  # fmt: skip
+        result["with_maintenance"] = {
+            "files": file_figures(path),
+            "reads": read_times(spark, path, args),
+        }
     loads.append(os.getloadavg()[0])
     if args.auto_compact_appends:
         with console.status("Auto compaction..."):
-            result["auto_compaction"] = auto_compaction(spark, lake.root / "auto",
-                                                        args.auto_compact_appends)  # fmt: skip
+            result["auto_compaction"] = auto_compaction(
+                spark, lake.root / "auto", args.auto_compact_appends
+            )
         loads.append(os.getloadavg()[0])
     spark.stop()
     result["load_average"] = [round(min(loads), 2), round(max(loads), 2)]

@@ -40,14 +40,17 @@ def run_once(spark, root: Path, recorded: bool, args: argparse.Namespace) -> dic
     if recorded:
         spark.streams.addListener(recorder)
     query = (
-        spark.readStream.format("rate").option("rowsPerSecond", args.rows_per_second).load()
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", args.rows_per_second)
+        .load()
         .withWatermark("timestamp", "10 seconds")
         .dropDuplicatesWithinWatermark(["value"])
-        .writeStream.format("noop").queryName(name)
+        .writeStream.format("noop")
+        .queryName(name)
         .trigger(processingTime=f"{args.trigger_ms} milliseconds")
         .option("checkpointLocation", str(root / name))
         .start()
-    )  # fmt: skip
+    )
     try:
         while len(query.recentProgress) < args.batches + 2:
             time.sleep(0.2)
@@ -74,8 +77,11 @@ def main() -> None:
     parser.add_argument("--rows-per-second", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=2, help="pairs of runs")
     args = parser.parse_args()
-    spark = build_spark_session(SparkOptions(master="local[2]", state_partitions=2, ui_enabled=False,
-                                             app_name="bench_recorder"))  # fmt: skip
+    spark = build_spark_session(
+        SparkOptions(
+            master="local[2]", state_partitions=2, ui_enabled=False, app_name="bench_recorder"
+        )
+    )
     runs: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
     with tempfile.TemporaryDirectory(prefix="bench_recorder_") as tmp:
         for i in range(args.repeat):
@@ -94,8 +100,14 @@ def main() -> None:
             for key in ("mean_ms", "p50_ms", "max_ms", "records")
         },
     }
-    table = Table("recorder", "mean batch ms", "p50 ms", "max ms", "records written",
-                  title=f"{args.batches} batches x {args.repeat}, rate {args.rows_per_second}/s")  # fmt: skip
+    table = Table(
+        "recorder",
+        "mean batch ms",
+        "p50 ms",
+        "max ms",
+        "records written",
+        title=f"{args.batches} batches x {args.repeat}, rate {args.rows_per_second}/s",
+    )
     for kind in ("without", "with"):
         table.add_row(
             kind, *(str(result[f"{kind}_{k}"]) for k in ("mean_ms", "p50_ms", "max_ms", "records"))

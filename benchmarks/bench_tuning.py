@@ -45,20 +45,46 @@ console = Console()
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.option("--partitions", "partitions_text", default="2,4,8", show_default=True,
-              help="State partitions to try (spark.sql.shuffle.partitions), comma-separated.")  # fmt: skip
-@click.option("--batches", "batches_text", default="25000,50000,100000", show_default=True,
-              help="Kafka records per catch-up batch to try, comma-separated.")  # fmt: skip
+@click.option(
+    "--partitions",
+    "partitions_text",
+    default="2,4,8",
+    show_default=True,
+    help="State partitions to try (spark.sql.shuffle.partitions), comma-separated.",
+)
+@click.option(
+    "--batches",
+    "batches_text",
+    default="25000,50000,100000",
+    show_default=True,
+    help="Kafka records per catch-up batch to try, comma-separated.",
+)
 @click.option("--events", default=300_000, show_default=True, help="Records in the input topic.")
 @click.option("--users", default=10_000, show_default=True, help="Distinct users in the input.")
-@click.option("--repeat", default=2, show_default=True, type=click.IntRange(1),
-              help="Runs of each combination; the table shows the median.")  # fmt: skip
+@click.option(
+    "--repeat",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Runs of each combination; the table shows the median.",
+)
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
-@click.option("--out", type=click.Path(path_type=Path), default=RESULTS,
-              show_default="benchmarks/results/tuning.json",
-              help="Where the results JSON goes.")  # fmt: skip
-def main(partitions_text: str, batches_text: str, events: int, users: int, repeat: int,
-         master: str, out: Path) -> None:  # fmt: skip
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=RESULTS,
+    show_default="benchmarks/results/tuning.json",
+    help="Where the results JSON goes.",
+)
+def main(
+    partitions_text: str,
+    batches_text: str,
+    events: int,
+    users: int,
+    repeat: int,
+    master: str,
+    out: Path,
+) -> None:
     """Time the platform's pipeline per state-partition count and catch-up batch size."""
     from benchmarks.harness.env import bench_env, load, machine_facts, output_to, timed
     from benchmarks.harness.platform_run import run_platform
@@ -89,19 +115,26 @@ def main(partitions_text: str, batches_text: str, events: int, users: int, repea
                         env.spark.conf.set("spark.sql.shuffle.partitions", str(p))
                         env.spark.conf.set("spark.databricks.delta.snapshotPartitions", str(p))
                         lake = env.lakehouse(f"p{p}-b{b}-r{r}")
-                        run, sample = timed(lambda lake=lake, b=b: run_platform(
-                            replace(env, max_offsets=b), lake, "tuning-input", STREAMS))  # fmt: skip
-                        sample.update(events=events, batches={s: run.batches(s) for s in STREAMS},
-                                      query_seconds={s: round(run.trigger_seconds(s), 2)
-                                                     for s in STREAMS})  # fmt: skip
+                        run, sample = timed(
+                            lambda lake=lake, b=b: run_platform(
+                                replace(env, max_offsets=b), lake, "tuning-input", STREAMS
+                            )
+                        )
+                        sample.update(
+                            events=events,
+                            batches={s: run.batches(s) for s in STREAMS},
+                            query_seconds={s: round(run.trigger_seconds(s), 2) for s in STREAMS},
+                        )
                         seen = _state_partitions(run.progress["events"])
                         if seen != p:  # the checkpoint must have been made with the setting
                             raise click.ClickException(
                                 f"events ran {seen} state partitions, not {p}"
                             )
                         samples[(p, b)].append(sample)
-                        say(f"{p} partitions, {b:,} per batch: {sample['wall_seconds']:.1f} s "
-                            f"({events / sample['wall_seconds']:,.0f} events/s, load {load()})")  # fmt: skip
+                        say(
+                            f"{p} partitions, {b:,} per batch: {sample['wall_seconds']:.1f} s "
+                            f"({events / sample['wall_seconds']:,.0f} events/s, load {load()})"
+                        )
     finally:
         console.file = sys.stdout
         shutil.rmtree(work, ignore_errors=True)
@@ -117,34 +150,75 @@ def _state_partitions(progresses: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def _report(samples: dict[tuple[int, int], list[dict[str, Any]]], events: int,
-            machine: dict[str, Any], started_at: datetime, seconds: float, out: Path) -> None:  # fmt: skip
-    table = Table("state partitions", "records / batch", "wall s (median)", "events/s",
-                  *(f"{s} query s" for s in STREAMS), "batches",
-                  title=f"The pipeline over {events:,} records, catch-up")  # fmt: skip
+def _report(
+    samples: dict[tuple[int, int], list[dict[str, Any]]],
+    events: int,
+    machine: dict[str, Any],
+    started_at: datetime,
+    seconds: float,
+    out: Path,
+) -> None:
+    table = Table(
+        "state partitions",
+        "records / batch",
+        "wall s (median)",
+        "events/s",
+        *(f"{s} query s" for s in STREAMS),
+        "batches",
+        title=f"The pipeline over {events:,} records, catch-up",
+    )
     rows = []
     for (p, b), runs in samples.items():
         wall = statistics.median(s["wall_seconds"] for s in runs)
         query = {s: statistics.median(r["query_seconds"][s] for r in runs) for s in STREAMS}
-        rows.append({"state_partitions": p, "max_offsets_per_trigger": b,
-                     "wall_seconds": {"median": wall, "min": min(s["wall_seconds"] for s in runs),
-                                      "max": max(s["wall_seconds"] for s in runs)},
-                     "events_per_second": round(events / wall, 1), "query_seconds": query,
-                     "batches": runs[0]["batches"], "samples": runs})  # fmt: skip
-        table.add_row(str(p), f"{b:,}", f"{wall:.1f}", f"{events / wall:,.0f}",
-                      *(f"{query[s]:.1f}" for s in STREAMS),
-                      "/".join(str(runs[0]["batches"][s]) for s in STREAMS))  # fmt: skip
+        rows.append(
+            {
+                "state_partitions": p,
+                "max_offsets_per_trigger": b,
+                "wall_seconds": {
+                    "median": wall,
+                    "min": min(s["wall_seconds"] for s in runs),
+                    "max": max(s["wall_seconds"] for s in runs),
+                },
+                "events_per_second": round(events / wall, 1),
+                "query_seconds": query,
+                "batches": runs[0]["batches"],
+                "samples": runs,
+            }
+        )
+        table.add_row(
+            str(p),
+            f"{b:,}",
+            f"{wall:.1f}",
+            f"{events / wall:,.0f}",
+            *(f"{query[s]:.1f}" for s in STREAMS),
+            "/".join(str(runs[0]["batches"][s]) for s in STREAMS),
+        )
     console.print(table)
     best = min(rows, key=lambda row: row["wall_seconds"]["median"])
     loads = [v for row in rows for s in row["samples"] for v in (s["load_before"], s["load_after"])]
-    console.print(f"fastest: {best['state_partitions']} state partitions, "
-                  f"{best['max_offsets_per_trigger']:,} records per batch "
-                  f"({best['events_per_second']:,.0f} events/s); load average "
-                  f"{min(loads):.1f}-{max(loads):.1f}; took {seconds / 60:.1f} min")  # fmt: skip
+    console.print(
+        f"fastest: {best['state_partitions']} state partitions, "
+        f"{best['max_offsets_per_trigger']:,} records per batch "
+        f"({best['events_per_second']:,.0f} events/s); load average "
+        f"{min(loads):.1f}-{max(loads):.1f}; took {seconds / 60:.1f} min"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"started_at": started_at.isoformat(), "seconds": round(seconds, 1),
-                               "events": events, "streams": list(STREAMS), "machine": machine,
-                               "results": rows}, indent=2, default=str) + "\n")  # fmt: skip
+    out.write_text(
+        json.dumps(
+            {
+                "started_at": started_at.isoformat(),
+                "seconds": round(seconds, 1),
+                "events": events,
+                "streams": list(STREAMS),
+                "machine": machine,
+                "results": rows,
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )
     console.print(f"wrote {out}")
 
 

@@ -42,13 +42,27 @@ RESULTS = REPO / "benchmarks" / "results"
 SECTIONS = ("throughput", "latency", "scaling")
 # mode -> option -> default; an option given on the command line wins.
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "full": {"events": 300_000, "users": 10_000, "rate": 10_000.0, "latency_seconds": 30.0,
-             "latency_users": 10_000, "drain_seconds": 90.0,
-             "keys": "10000,100000,1000000", "warmup": True},
-    "quick": {"events": 6_000, "users": 300, "rate": 500.0, "latency_seconds": 8.0,
-              "latency_users": 300, "drain_seconds": 30.0, "keys": "2000,8000",
-              "warmup": False},
-}  # fmt: skip
+    "full": {
+        "events": 300_000,
+        "users": 10_000,
+        "rate": 10_000.0,
+        "latency_seconds": 30.0,
+        "latency_users": 10_000,
+        "drain_seconds": 90.0,
+        "keys": "10000,100000,1000000",
+        "warmup": True,
+    },
+    "quick": {
+        "events": 6_000,
+        "users": 300,
+        "rate": 500.0,
+        "latency_seconds": 8.0,
+        "latency_users": 300,
+        "drain_seconds": 30.0,
+        "keys": "2000,8000",
+        "warmup": False,
+    },
+}
 console = Console()
 
 
@@ -142,8 +156,9 @@ def _interrupt(signum: int, frame: object) -> None:
     help="Where suite.json and the charts go (--quick: suite-quick.json).",
 )
 @click.option("--keep", is_flag=True, help="Keep the temporary folder (topics, tables, logs).")
-def main(quick: bool, repeat: int, sections: str, keep: bool, out_dir: Path,
-         **options: Any) -> None:  # fmt: skip
+def main(
+    quick: bool, repeat: int, sections: str, keep: bool, out_dir: Path, **options: Any
+) -> None:
     """Benchmark the platform's streams against plain PySpark and Spark's native operators:
     throughput, the dedup path, end-to-end latency, scaling with keys, restart."""
     mode = "quick" if quick else "full"
@@ -196,8 +211,9 @@ def _keep_log(log: Path, started_at: datetime, failure: Exception) -> None:
         out.write(log.read_text(errors="replace") if log.exists() else "")
         out.write("\n" + "".join(traceback.format_exception(failure)))
     console.file = sys.stdout
-    console.print(f"[bold red]The suite failed:[/] {type(failure).__name__}: {failure}",
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"[bold red]The suite failed:[/] {type(failure).__name__}: {failure}", soft_wrap=True
+    )
     console.print(f"Spark's output and the traceback: {_shown(kept)}")
 
 
@@ -221,17 +237,29 @@ def _run(cfg: dict[str, Any], work: Path, figures: Figures, say: Any) -> dict[st
             throughput.run_streams_side_by_side(env, figures, "bench-input", repeat, say)
             throughput.run_dedup_path(env, figures, "bench-input", cfg["events"], repeat, say)
         if "latency" in cfg["sections"]:
-            lcfg = latency.LatencyConfig(cfg["rate"], cfg["latency_seconds"], cfg["latency_users"],
-                                         cfg["trigger_seconds"], cfg["drain_seconds"],
-                                         producer=cfg["producer"])  # fmt: skip
+            lcfg = latency.LatencyConfig(
+                cfg["rate"],
+                cfg["latency_seconds"],
+                cfg["latency_users"],
+                cfg["trigger_seconds"],
+                cfg["drain_seconds"],
+                producer=cfg["producer"],
+            )
             latency.run_latency(env, figures, lcfg, repeat, say)
         if "scaling" in cfg["sections"]:
             scaling.run_scaling(env, figures, scaling.ScalingConfig(cfg["keys"]), repeat, say)
     return machine
 
 
-def _write(cfg: dict[str, Any], machine: dict[str, Any], figures: Figures, started_at: datetime,
-           seconds: float, out_dir: Path, error: str | None) -> None:  # fmt: skip
+def _write(
+    cfg: dict[str, Any],
+    machine: dict[str, Any],
+    figures: Figures,
+    started_at: datetime,
+    seconds: float,
+    out_dir: Path,
+    error: str | None,
+) -> None:
     from benchmarks.harness import chart, report
     from benchmarks.harness.env import machine_facts
 
@@ -241,11 +269,15 @@ def _write(cfg: dict[str, Any], machine: dict[str, Any], figures: Figures, start
     name = "suite" if cfg["mode"] == "full" else "suite-quick"
     out_dir.mkdir(parents=True, exist_ok=True)
     charts = [out_dir / f"{name}-{stamp}.png", out_dir / f"{name}.png"]
-    doc = build_document(config={**cfg, "keys": list(cfg["keys"])}, machine=machine,
-                         figures=figures, charts=[_shown(p) for p in charts],
-                         started_at=started_at.isoformat(timespec="seconds"),
-                         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                         seconds=seconds)  # fmt: skip
+    doc = build_document(
+        config={**cfg, "keys": list(cfg["keys"])},
+        machine=machine,
+        figures=figures,
+        charts=[_shown(p) for p in charts],
+        started_at=started_at.isoformat(timespec="seconds"),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        seconds=seconds,
+    )
     if error:
         doc["error"] = error
     for problem in shape_problems(doc):
@@ -258,8 +290,9 @@ def _write(cfg: dict[str, Any], machine: dict[str, Any], figures: Figures, start
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     report.render(doc, console)
-    console.print(f"wrote {_shown(path)}" + (f" and {', '.join(doc['charts'])}" if doc["charts"]
-                                              else ""))  # fmt: skip
+    console.print(
+        f"wrote {_shown(path)}" + (f" and {', '.join(doc['charts'])}" if doc["charts"] else "")
+    )
 
 
 def _shown(path: Path) -> str:

@@ -32,13 +32,18 @@ def build_definitions() -> dg.Definitions:
     layer, the daily engagement asset and the resources."""
     settings = get_settings()
     streams = list(load_registry(settings))
-    jobs = [make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
-            for s in streams]  # fmt: skip
-    jobs.append(make_stream_job(
-        ALL_STREAMS_JOB, streams,
-        "Runs every declared stream in one SparkSession (one JVM): first each one catches up, "
-        "upstream first, then (in continuous mode) all of them keep running together.",
-    ))  # fmt: skip
+    jobs = [
+        make_stream_job(f"stream_{s.name}", [s], f"Runs the {s.name} stream. {s.description}")
+        for s in streams
+    ]
+    jobs.append(
+        make_stream_job(
+            ALL_STREAMS_JOB,
+            streams,
+            "Runs every declared stream in one SparkSession (one JVM): first each one catches up, "
+            "upstream first, then (in continuous mode) all of them keep running together.",
+        )
+    )
     held = {f"stream_{s.name}": [s] for s in streams} | {ALL_STREAMS_JOB: streams}
     streaming = dg.Definitions(
         assets=all_specs(streams, Lakehouse(settings.lakehouse_dir)),

@@ -141,8 +141,17 @@ def _compile(sources: list[Path], jar: Path, spark_jars: Path) -> None:
         )
     with tempfile.TemporaryDirectory() as tmp:
         classes = Path(tmp) / "classes"
-        cmd = [javac, "--release", str(MIN_JAVA), "-nowarn", "-cp", f"{spark_jars}/*",
-               "-d", str(classes), *map(str, sources)]  # fmt: skip
+        cmd = [
+            javac,
+            "--release",
+            str(MIN_JAVA),
+            "-nowarn",
+            "-cp",
+            f"{spark_jars}/*",
+            "-d",
+            str(classes),
+            *map(str, sources),
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise JvmSetupError(f"javac failed on {sources[0].parent}:\n{result.stderr[-3000:]}")

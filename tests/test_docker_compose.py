@@ -182,8 +182,11 @@ def pinned(package: str) -> str:
     """The version pyproject.toml pins ``package`` to (``package==X.Y.Z``, runtime or dev)."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     deps = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
-    pins = [m.group(1) for d in deps
-            if (m := re.fullmatch(re.escape(package) + r"==(\d+\.\d+\.\d+)", d))]  # fmt: skip
+    pins = [
+        m.group(1)
+        for d in deps
+        if (m := re.fullmatch(re.escape(package) + r"==(\d+\.\d+\.\d+)", d))
+    ]
     assert len(pins) == 1, f"pyproject.toml must pin {package} exactly ({package}==X.Y.Z): {deps}"
     return pins[0]
 

@@ -9,8 +9,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, every: float = 0.5,
-             show: Callable[[], object] | None = None) -> T:  # fmt: skip
+def wait_for(
+    predicate: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    every: float = 0.5,
+    show: Callable[[], object] | None = None,
+) -> T:
     """Call ``predicate`` until it returns something truthy; return that, or fail after
     ``timeout_s`` naming ``what`` was awaited (and what ``show()`` returns then, if given)."""
     deadline = time.monotonic() + timeout_s

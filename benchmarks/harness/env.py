@@ -26,8 +26,18 @@ from platform_pipelines.settings import get_settings
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("pyspark", "delta-spark", "kafka-python", "pyarrow", "pandas", "dagster", "rich",
-            "click", "matplotlib", "psutil")  # fmt: skip
+PACKAGES = (
+    "pyspark",
+    "delta-spark",
+    "kafka-python",
+    "pyarrow",
+    "pandas",
+    "dagster",
+    "rich",
+    "click",
+    "matplotlib",
+    "psutil",
+)
 
 
 @dataclass
@@ -64,13 +74,19 @@ def spark_options(work: Path, master: str) -> SparkOptions:
         "spark.sql.warehouse.dir": str(work / "spark-warehouse"),
     }
     base = SparkOptions.from_settings(get_settings())
-    return replace(base, master=master, ui_enabled=False, app_name="bench_suite",
-                   extra_conf={**base.extra_conf, **extra})  # fmt: skip
+    return replace(
+        base,
+        master=master,
+        ui_enabled=False,
+        app_name="bench_suite",
+        extra_conf={**base.extra_conf, **extra},
+    )
 
 
 @contextlib.contextmanager
-def bench_env(work: Path, master: str, partitions: int, max_offsets: int,
-              say: Callable[[str], None]) -> Iterator[Env]:  # fmt: skip
+def bench_env(
+    work: Path, master: str, partitions: int, max_offsets: int, say: Callable[[str], None]
+) -> Iterator[Env]:
     """Start a broker (in ``work/kafka``) and Spark; stop both however the block ends."""
     work.mkdir(parents=True, exist_ok=True)
     broker = LocalKafkaBroker(work / "kafka")
@@ -121,8 +137,12 @@ def timed(action: Callable[[], Any]) -> tuple[Any, dict[str, float | None]]:
     wall = time.perf_counter() - began
     cpu_after = cpu_seconds()
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-    return result, {"wall_seconds": round(wall, 3), "cpu_seconds": _round(cpu),
-                    "load_before": load_before, "load_after": load()}  # fmt: skip
+    return result, {
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": _round(cpu),
+        "load_before": load_before,
+        "load_after": load(),
+    }
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

@@ -23,28 +23,45 @@ def span(events: int, users: int) -> timedelta:
     return timedelta(minutes=_MINUTES_PER_EVENT_PER_USER * math.ceil(events / max(users, 1)) + 60)
 
 
-def past_start(events: int, users: int, now: datetime | None = None,
-               before: timedelta = timedelta(0)) -> datetime:  # fmt: skip
+def past_start(
+    events: int, users: int, now: datetime | None = None, before: timedelta = timedelta(0)
+) -> datetime:
     """A start time (midnight UTC, so the same all day) early enough that the whole input lies
     ``before`` and a day in the past: bronze refuses event times ahead of its clock."""
     today = (now or datetime.now(UTC)).replace(hour=0, minute=0, second=0, microsecond=0)
     return today - span(events, users) - before - timedelta(days=1)
 
 
-def clickstream(events: int, users: int, seed: int, *, clean: bool = False,
-                before: timedelta = timedelta(0)) -> ClickstreamConfig:  # fmt: skip
+def clickstream(
+    events: int, users: int, seed: int, *, clean: bool = False, before: timedelta = timedelta(0)
+) -> ClickstreamConfig:
     """The throughput input (2 % duplicates, 5 % late within the watermark, 1 % malformed), or
     with ``clean`` duplicates only (for latency: every record must reach ``events``)."""
-    trouble = {"late_rate": 0.0, "malformed_rate": 0.0} if clean else {"late_rate": 0.05,
-                                                                       "malformed_rate": 0.01}  # fmt: skip
+    trouble = (
+        {"late_rate": 0.0, "malformed_rate": 0.0}
+        if clean
+        else {"late_rate": 0.05, "malformed_rate": 0.01}
+    )
     return ClickstreamConfig(
-        events=events, users=users, duplicate_rate=0.02, duplicate_window=500, seed=seed,
-        start_time=past_start(events, users, before=before), **trouble,
-    )  # fmt: skip
+        events=events,
+        users=users,
+        duplicate_rate=0.02,
+        duplicate_window=500,
+        seed=seed,
+        start_time=past_start(events, users, before=before),
+        **trouble,
+    )
 
 
-def scaling_records(keys: int, start: datetime, *, count: int | None = None, stride: int = 1,
-                    tag: str = "a", late_part: float = 0.0) -> Iterator[ProducedRecord]:  # fmt: skip
+def scaling_records(
+    keys: int,
+    start: datetime,
+    *,
+    count: int | None = None,
+    stride: int = 1,
+    tag: str = "a",
+    late_part: float = 0.0,
+) -> Iterator[ProducedRecord]:
     """One page view per user ``user-<i>`` for ``i`` in ``0, stride, 2 * stride, ...`` (``count``
     of them, default ``keys``), with random (seeded by ``tag``) version-4 UUIDs as event ids.
     Event times are spread evenly over ``SCALING_WINDOW`` after ``start``, or over its part after

@@ -73,12 +73,20 @@ def run_latency(env: Env, figures: Figures, cfg: LatencyConfig, repeat: int, say
         ]
         for variant in reversed(variants) if r % 2 else variants:
             sample = _measure(env, cfg, variant, r, say)
-            figures.add("latency", "kafka_to_events", variant, sample, rate=cfg.rate,
-                        trigger_seconds=cfg.trigger_seconds)  # fmt: skip
-            say(f"latency {variant}: p50 {_s(sample['p50_seconds'])}, p95 "
+            figures.add(
+                "latency",
+                "kafka_to_events",
+                variant,
+                sample,
+                rate=cfg.rate,
+                trigger_seconds=cfg.trigger_seconds,
+            )
+            say(
+                f"latency {variant}: p50 {_s(sample['p50_seconds'])}, p95 "
                 f"{_s(sample['p95_seconds'])} at {sample['achieved_rate']:,.0f}/s, "
                 f"{sample['visible_rows']:,} of {sample['produced_rows']:,} visible "
-                f"(load {sample['load_after']})")  # fmt: skip
+                f"(load {sample['load_after']})"
+            )
 
 
 def _s(seconds: float | None) -> str:
@@ -90,8 +98,13 @@ def _measure(env: Env, cfg: LatencyConfig, variant: str, r: int, say: Say) -> di
     create_topics(env.bootstrap, {topic: env.partitions})
     records = int(cfg.rate * cfg.seconds)
     measured = clickstream(records, cfg.users, cfg.seed + r, clean=True)
-    warm = clickstream(max(int(cfg.rate * 2), 200), cfg.users, cfg.seed + 1000 + r, clean=True,
-                       before=span(records, cfg.users) + span(0, 1))  # fmt: skip
+    warm = clickstream(
+        max(int(cfg.rate * 2), 200),
+        cfg.users,
+        cfg.seed + 1000 + r,
+        clean=True,
+        before=span(records, cfg.users) + span(0, 1),
+    )
     with _pipeline(env, variant, topic, cfg.trigger_seconds, r) as (table, alive):
         produce(env.bootstrap, topic, generate_clickstream(warm), rate_per_sec=cfg.rate)
         if not _wait_visible(table, warm.kind_counts()["ok"], START_TIMEOUT_S, alive):
@@ -122,8 +135,9 @@ def _measure(env: Env, cfg: LatencyConfig, variant: str, r: int, say: Say) -> di
 
 
 @contextlib.contextmanager
-def _pipeline(env: Env, variant: str, topic: str, trigger: float, r: int
-              ) -> Iterator[tuple[Path, Callable[[], None]]]:  # fmt: skip
+def _pipeline(
+    env: Env, variant: str, topic: str, trigger: float, r: int
+) -> Iterator[tuple[Path, Callable[[], None]]]:
     """Run the variant continuously; yields its ``events`` table and a check that raises if it
     died. Stopped on exit."""
     if variant.startswith("platform"):
@@ -149,8 +163,9 @@ def _pipeline(env: Env, variant: str, topic: str, trigger: float, r: int
 
 
 @contextlib.contextmanager
-def _platform(env: Env, topic: str, trigger: float, r: int, reads: Literal["bronze", "kafka"]
-              ) -> Iterator[tuple[Path, Callable[[], None]]]:  # fmt: skip
+def _platform(
+    env: Env, topic: str, trigger: float, r: int, reads: Literal["bronze", "kafka"]
+) -> Iterator[tuple[Path, Callable[[], None]]]:
     lake = env.lakehouse(f"latency-platform-{reads}-{r}")
     stop, continuous, errors = StopRequest(), threading.Event(), []
 
@@ -160,8 +175,16 @@ def _platform(env: Env, topic: str, trigger: float, r: int, reads: Literal["bron
 
     def body() -> None:
         try:
-            run_platform(env, lake, topic, [BRONZE, DEDUP], continuous_trigger_seconds=trigger,
-                         stop=stop, on_start=on_start, events_reads=reads)  # fmt: skip
+            run_platform(
+                env,
+                lake,
+                topic,
+                [BRONZE, DEDUP],
+                continuous_trigger_seconds=trigger,
+                stop=stop,
+                on_start=on_start,
+                events_reads=reads,
+            )
         except BaseException as error:
             errors.append(error)
         finally:
@@ -182,14 +205,21 @@ def _platform(env: Env, topic: str, trigger: float, r: int, reads: Literal["bron
         thread.join(180)
 
 
-def _produce_in_subprocess(env: Env, topic: str, rate: float, config: dict[str, Any],
-                           producer: str) -> dict[str, Any]:  # fmt: skip
+def _produce_in_subprocess(
+    env: Env, topic: str, rate: float, config: dict[str, Any], producer: str
+) -> dict[str, Any]:
     """Run the paced producer in its own process; what it sent and when."""
     folder = env.work / f"latency-producer-{topic}"
     folder.mkdir(parents=True, exist_ok=True)
     config["start_time"] = config["start_time"].isoformat()
-    spec = {"bootstrap": env.bootstrap, "topic": topic, "rate": rate, "config": config,
-            "out": str(folder / "sent.json"), "producer": producer}  # fmt: skip
+    spec = {
+        "bootstrap": env.bootstrap,
+        "topic": topic,
+        "rate": rate,
+        "config": config,
+        "out": str(folder / "sent.json"),
+        "producer": producer,
+    }
     (folder / "spec.json").write_text(json.dumps(spec))
     command = [sys.executable, "-m", "benchmarks.harness.produce_worker", str(folder / "spec.json")]
     with (folder / "producer.log").open("wb") as log:

@@ -86,8 +86,11 @@ def run_platform(
     reads the bronze table, or with ``events_reads="kafka"`` the topic beside bronze."""
     registry = builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads=events_reads))
     trigger = continuous_trigger_seconds or 0.0
-    recorder = ProgressRecorder(ProgressStore(lake.root / "progress"), f"bench-{uuid.uuid4().hex}",
-                                {name: trigger for name in streams})  # fmt: skip
+    recorder = ProgressRecorder(
+        ProgressStore(lake.root / "progress"),
+        f"bench-{uuid.uuid4().hex}",
+        {name: trigger for name in streams},
+    )
     ctx = StreamContext(env.spark, lake, env.bootstrap, on_batch=recorder.record_batch)
     options = RunOptions(
         mode="catch_up" if continuous_trigger_seconds is None else "continuous",
@@ -104,9 +107,15 @@ def run_platform(
             on_start(name, phase)
 
     try:
-        run_streams(ctx, [registry.get(n) for n in streams], options,
-                    lambda name, p: run.progress[name].append(dict(p)),
-                    on_start=started, recorder=recorder, stop=stop)  # fmt: skip
+        run_streams(
+            ctx,
+            [registry.get(n) for n in streams],
+            options,
+            lambda name, p: run.progress[name].append(dict(p)),
+            on_start=started,
+            recorder=recorder,
+            stop=stop,
+        )
     except GracefulStop:
         if stop is None or not stop.requested:
             raise

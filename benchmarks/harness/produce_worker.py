@@ -48,8 +48,13 @@ def main(spec_path: str) -> None:
         rate = (len(sent) - 1) / elapsed if elapsed else 0.0
     else:
         sent = []
-        summary = produce(spec["bootstrap"], spec["topic"], records, rate_per_sec=spec["rate"],
-                          progress=lambda n: sent.append(time.time() * 1000))  # fmt: skip
+        summary = produce(
+            spec["bootstrap"],
+            spec["topic"],
+            records,
+            rate_per_sec=spec["rate"],
+            progress=lambda n: sent.append(time.time() * 1000),
+        )
         elapsed, rate = summary.elapsed_s, summary.rate_per_sec
     first: dict[str, float] = {}
     for event_id, at in zip(ids, sent, strict=True):
@@ -69,8 +74,17 @@ def _send_with_java(spec: dict, records: list[ProducedRecord], folder: Path) -> 
             out.write(f"{key}\t{record.value.decode()}\n")
     sent = folder / "sent.txt"
     classpath = os.pathsep.join(str(j) for j in ensure_jars("kafka-broker"))
-    command = ["java", "-cp", classpath, str(JAVA_SOURCE), spec["bootstrap"], spec["topic"],
-               str(spec["rate"]), str(lines), str(sent)]  # fmt: skip
+    command = [
+        "java",
+        "-cp",
+        classpath,
+        str(JAVA_SOURCE),
+        spec["bootstrap"],
+        spec["topic"],
+        str(spec["rate"]),
+        str(lines),
+        str(sent),
+    ]
     subprocess.run(command, check=True)
     return [float(line) for line in sent.read_text().split()]
 

@@ -58,8 +58,15 @@ class Figures:
     def __init__(self) -> None:
         self.measurements: list[Measurement] = []
 
-    def add(self, section: str, name: str, variant: str, sample: Mapping[str, Any],
-            note: str = "", **params: Any) -> Measurement:  # fmt: skip
+    def add(
+        self,
+        section: str,
+        name: str,
+        variant: str,
+        sample: Mapping[str, Any],
+        note: str = "",
+        **params: Any,
+    ) -> Measurement:
         """Add one sample; repeats of the same measurement gather in one ``Measurement``."""
         found = self.get(section, name, variant, **params)
         if found is None:
@@ -92,8 +99,13 @@ class RatioSpec:
     field: str
 
 
-def _both(prefix: str, stream: str, reference: str, section: str = "throughput",
-          speed_name: str | None = None) -> list[RatioSpec]:  # fmt: skip
+def _both(
+    prefix: str,
+    stream: str,
+    reference: str,
+    section: str = "throughput",
+    speed_name: str | None = None,
+) -> list[RatioSpec]:
     speed = speed_name or f"{prefix}_vs_{reference}_ratio"
     return [
         RatioSpec(
@@ -142,15 +154,30 @@ RATIOS: tuple[RatioSpec, ...] = (
         "p95_seconds",
     ),
     # events reading Kafka beside bronze, against the plain pair doing the same
-    *[RatioSpec(f"{name}_ratio", section, "kafka_to_events", "platform_events_from_kafka",
-                "plain_side_by_side", field)
-      for name, section, field in (
-          ("dedup_path_from_kafka_overhead", "dedup_path", "wall_seconds"),
-          ("dedup_latency_from_kafka_p50_overhead", "latency", "p50_seconds"),
-          ("dedup_latency_from_kafka_p95_overhead", "latency", "p95_seconds"))],
-    RatioSpec("dedup_latency_from_kafka_vs_bronze_p50_ratio", "latency", "kafka_to_events",
-              "platform_events_from_kafka", "platform", "p50_seconds"),
-)  # fmt: skip
+    *[
+        RatioSpec(
+            f"{name}_ratio",
+            section,
+            "kafka_to_events",
+            "platform_events_from_kafka",
+            "plain_side_by_side",
+            field,
+        )
+        for name, section, field in (
+            ("dedup_path_from_kafka_overhead", "dedup_path", "wall_seconds"),
+            ("dedup_latency_from_kafka_p50_overhead", "latency", "p50_seconds"),
+            ("dedup_latency_from_kafka_p95_overhead", "latency", "p95_seconds"),
+        )
+    ],
+    RatioSpec(
+        "dedup_latency_from_kafka_vs_bronze_p50_ratio",
+        "latency",
+        "kafka_to_events",
+        "platform_events_from_kafka",
+        "platform",
+        "p50_seconds",
+    ),
+)
 
 
 def compute_ratios(figures: Figures) -> dict[str, dict[str, Any]]:
@@ -163,8 +190,10 @@ def compute_ratios(figures: Figures) -> dict[str, dict[str, Any]]:
         if ours is None or ref is None:
             continue
         pairs = paired_ratios(ours.values(spec.field), ref.values(spec.field))
-        found[spec.name] = {**spread(pairs), "of": f"{spec.stream} {spec.ours} / {spec.reference} "
-                            f"{spec.field}"}  # fmt: skip
+        found[spec.name] = {
+            **spread(pairs),
+            "of": f"{spec.stream} {spec.ours} / {spec.reference} {spec.field}",
+        }
     return found
 
 
@@ -189,8 +218,12 @@ TARGETS = (
 )
 # The throughput targets hold for the issue's input size: on a few thousand records a run is
 # mostly its fixed costs (a first start, table creation), so a smoke run's ratios say nothing.
-THROUGHPUT_TARGETS = ("sessions_vs_native_ratio", "dedup_path_events_per_second",
-                      "bronze_overhead_ratio", "dedup_path_overhead_ratio")  # fmt: skip
+THROUGHPUT_TARGETS = (
+    "sessions_vs_native_ratio",
+    "dedup_path_events_per_second",
+    "bronze_overhead_ratio",
+    "dedup_path_overhead_ratio",
+)
 THROUGHPUT_RECORDS = 300_000
 
 
@@ -207,11 +240,13 @@ def headline_figures(figures: Figures) -> dict[str, Any]:
         "dedup_latency_p95_seconds": latency.median("p95_seconds") if latency else None,
         "dedup_latency_rate": latency.params.get("rate") if latency else None,
         "dedup_latency_achieved_rate": latency.median("achieved_rate") if latency else None,
-        "dedup_latency_p50_seconds_events_from_kafka":
-            from_kafka.median("p50_seconds") if from_kafka else None,
-        "dedup_latency_p95_seconds_events_from_kafka":
-            from_kafka.median("p95_seconds") if from_kafka else None,
-    }  # fmt: skip
+        "dedup_latency_p50_seconds_events_from_kafka": from_kafka.median("p50_seconds")
+        if from_kafka
+        else None,
+        "dedup_latency_p95_seconds_events_from_kafka": from_kafka.median("p95_seconds")
+        if from_kafka
+        else None,
+    }
     for m in restarts:
         heads[f"restart_first_batch_seconds_{m.name}"] = m.median("first_batch_seconds")
     worst = [m.median("first_batch_seconds") for m in restarts]
@@ -220,8 +255,9 @@ def headline_figures(figures: Figures) -> dict[str, Any]:
     return heads
 
 
-def evaluate_targets(heads: Mapping[str, Any], ratios: Mapping[str, Mapping[str, Any]]
-                     ) -> list[dict[str, Any]]:  # fmt: skip
+def evaluate_targets(
+    heads: Mapping[str, Any], ratios: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Each target with the run's value and whether it was met (None: not measured, or not under
     the target's conditions: a throughput input under 300,000 records, fewer than 9,500 events/s
     reached by the producer, fewer than 1M keys)."""
@@ -239,14 +275,30 @@ def evaluate_targets(heads: Mapping[str, Any], ratios: Mapping[str, Mapping[str,
         met = None
         if applies.get(t.figure, True) and value is not None:
             met = value >= t.bound if t.op == ">=" else value <= t.bound
-        rows.append({"figure": t.figure, "op": t.op, "target": t.bound, "value": value,
-                     "met": met, "applies": applies.get(t.figure, True), "what": t.what})  # fmt: skip
+        rows.append(
+            {
+                "figure": t.figure,
+                "op": t.op,
+                "target": t.bound,
+                "value": value,
+                "met": met,
+                "applies": applies.get(t.figure, True),
+                "what": t.what,
+            }
+        )
     return rows
 
 
-def build_document(*, config: Mapping[str, Any], machine: Mapping[str, Any], figures: Figures,
-                   charts: Sequence[str], started_at: str, finished_at: str,
-                   seconds: float) -> dict[str, Any]:  # fmt: skip
+def build_document(
+    *,
+    config: Mapping[str, Any],
+    machine: Mapping[str, Any],
+    figures: Figures,
+    charts: Sequence[str],
+    started_at: str,
+    finished_at: str,
+    seconds: float,
+) -> dict[str, Any]:
     """The whole results document (``suite.json``)."""
     ratios = compute_ratios(figures)
     heads = headline_figures(figures)
@@ -268,8 +320,20 @@ def build_document(*, config: Mapping[str, Any], machine: Mapping[str, Any], fig
 
 def shape_problems(doc: Mapping[str, Any]) -> list[str]:
     """What is wrong with a results document's shape (empty when it is well-formed)."""
-    problems = [f"missing key {k!r}" for k in ("schema", "config", "machine", "ratios", "targets",
-                                              "figures", "charts", *SECTIONS) if k not in doc]  # fmt: skip
+    problems = [
+        f"missing key {k!r}"
+        for k in (
+            "schema",
+            "config",
+            "machine",
+            "ratios",
+            "targets",
+            "figures",
+            "charts",
+            *SECTIONS,
+        )
+        if k not in doc
+    ]
     if problems:
         return problems
     if doc["schema"] != SCHEMA:

@@ -71,8 +71,10 @@ def _point(env: Env, figures: Figures, cfg: ScalingConfig, keys: int, r: int, sa
         figures.add("scaling", stream, "platform", sample, keys=keys)
         per_key = sample.get("bytes_per_key_disk")
         state = "" if per_key is None else f", state {per_key:,.0f} B/key on disk"
-        say(f"scaling {stream} at {keys:,} keys: {sample['rows_per_second'] or 0:,.0f} rows/s"
-            f"{state} (load {sample['load_after']})")  # fmt: skip
+        say(
+            f"scaling {stream} at {keys:,} keys: {sample['rows_per_second'] or 0:,.0f} rows/s"
+            f"{state} (load {sample['load_after']})"
+        )
     if keys == max(cfg.keys):
         _restart(env, figures, cfg, keys, name, start, say)
 
@@ -84,25 +86,32 @@ def _state_sample(run: PlatformRun, stream: str, keys: int, env: Env, name: str)
     memory = state.get("memoryUsedBytes")
     sample: dict[str, Any] = {"keys": keys, "rows": rows, "batches": run.batches(stream)}
     if state:
-        sample.update({
-            "state_rows": state.get("numRowsTotal"),
-            "state_rows_per_key": round(state.get("numRowsTotal", 0) / keys, 3),
-            "memory_used_bytes": memory,
-            "bytes_per_key_memory": round(memory / keys, 1) if memory is not None else None,
-            "sst_bytes": state.get("custom_rocksdbSstFileSize"),
-            "state_disk_bytes": disk,
-            "bytes_per_key_disk": round(disk / keys, 1),
-        })  # fmt: skip
+        sample.update(
+            {
+                "state_rows": state.get("numRowsTotal"),
+                "state_rows_per_key": round(state.get("numRowsTotal", 0) / keys, 3),
+                "memory_used_bytes": memory,
+                "bytes_per_key_memory": round(memory / keys, 1) if memory is not None else None,
+                "sst_bytes": state.get("custom_rocksdbSstFileSize"),
+                "state_disk_bytes": disk,
+                "bytes_per_key_disk": round(disk / keys, 1),
+            }
+        )
     return sample
 
 
-def _restart(env: Env, figures: Figures, cfg: ScalingConfig, keys: int, name: str,
-             start: datetime, say: Say) -> None:  # fmt: skip
+def _restart(
+    env: Env, figures: Figures, cfg: ScalingConfig, keys: int, name: str, start: datetime, say: Say
+) -> None:
     extra = min(max(int(keys * cfg.restart_share), cfg.restart_min), keys)
     # Later than the first events (which set the watermarks), so none is late: every one reaches
     # the state.
-    env.topic(name, scaling_records(keys, start, count=extra, stride=max(keys // extra, 1),
-                                    tag="restart", late_part=0.7))  # fmt: skip
+    env.topic(
+        name,
+        scaling_records(
+            keys, start, count=extra, stride=max(keys // extra, 1), tag="restart", late_part=0.7
+        ),
+    )
     lake = env.lakehouse(name)
     run_platform(env, lake, name, [BRONZE])
     for stream in cfg.streams:
@@ -120,5 +129,7 @@ def _restart(env: Env, figures: Figures, cfg: ScalingConfig, keys: int, name: st
             "state_rows": run.state(stream).get("numRowsTotal"),
         }
         figures.add("restart", stream, "platform", sample, keys=keys)
-        say(f"restart {stream} with {keys:,} keys: first batch after {sample['first_batch_seconds']}"
-            f" s (load {sample['load_after']})")  # fmt: skip
+        say(
+            f"restart {stream} with {keys:,} keys: first batch after {sample['first_batch_seconds']}"
+            f" s (load {sample['load_after']})"
+        )

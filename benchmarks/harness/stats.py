@@ -84,8 +84,9 @@ def spreads_of(samples: Sequence[Mapping[str, Any]]) -> dict[str, Spread]:
     return {k: spread(s.get(k) for s in samples) for k in numeric}
 
 
-def latency_figures(latencies: Sequence[float], produced: int,
-                    visible: int | None = None) -> dict[str, float | int | None]:  # fmt: skip
+def latency_figures(
+    latencies: Sequence[float], produced: int, visible: int | None = None
+) -> dict[str, float | int | None]:
     """p50 / p95 / p99 / max of the latencies (seconds), and how many of the ``produced`` rows
     became visible (default: as many as there are latencies)."""
     visible = len(latencies) if visible is None else visible

@@ -66,13 +66,20 @@ def plain_sample(start: Callable[[], StreamingQuery], out_table: Path, env: Env)
     progress = query.recentProgress
     rows = sum(int(p["numInputRows"] or 0) for p in progress)
     trigger = sum(float(p["durationMs"].get("triggerExecution", 0)) for p in progress) / 1000
-    return _finish(sample, rows, sum(1 for p in progress if p["numInputRows"]), trigger,
-                   env.rows(out_table))  # fmt: skip
+    return _finish(
+        sample, rows, sum(1 for p in progress if p["numInputRows"]), trigger, env.rows(out_table)
+    )
 
 
-def platform_sample(env: Env, lake_name: str, topic: str, streams: list[str],
-                    rows_from: str | None = None, rows: int | None = None,
-                    events_reads: Literal["bronze", "kafka"] = "bronze") -> dict[str, Any]:  # fmt: skip
+def platform_sample(
+    env: Env,
+    lake_name: str,
+    topic: str,
+    streams: list[str],
+    rows_from: str | None = None,
+    rows: int | None = None,
+    events_reads: Literal["bronze", "kafka"] = "bronze",
+) -> dict[str, Any]:
     """Time the platform's ``streams`` in one catch-up run; rows are those ``rows_from`` read
     (default: the last stream), or ``rows``."""
     lake = env.lakehouse(lake_name)
@@ -80,26 +87,43 @@ def platform_sample(env: Env, lake_name: str, topic: str, streams: list[str],
     main = streams[-1]
     table = builtin_streams().get(main).table
     read = rows if rows is not None else run.rows_in(rows_from or main)
-    return _finish(sample, read, run.batches(main), run.trigger_seconds(main),
-                   env.rows(lake.table(table)))  # fmt: skip
+    return _finish(
+        sample, read, run.batches(main), run.trigger_seconds(main), env.rows(lake.table(table))
+    )
 
 
-def _finish(sample: dict[str, Any], rows: int, batches: int, trigger_s: float,
-            rows_out: int | None) -> dict[str, Any]:  # fmt: skip
+def _finish(
+    sample: dict[str, Any], rows: int, batches: int, trigger_s: float, rows_out: int | None
+) -> dict[str, Any]:
     wall = sample["wall_seconds"]
-    return {**sample, "rows": rows, "rows_per_second": round(rows / wall, 1) if wall else None,
-            "rows_out": rows_out, "batches": batches, "trigger_seconds": round(trigger_s, 2)}  # fmt: skip
+    return {
+        **sample,
+        "rows": rows,
+        "rows_per_second": round(rows / wall, 1) if wall else None,
+        "rows_out": rows_out,
+        "batches": batches,
+        "trigger_seconds": round(trigger_s, 2),
+    }
 
 
-def _pair(figures: Figures, section: str, name: str, runs: dict[str, Callable[[], dict[str, Any]]],
-          flip: bool, say: Say, notes: dict[str, str] | None = None) -> None:  # fmt: skip
+def _pair(
+    figures: Figures,
+    section: str,
+    name: str,
+    runs: dict[str, Callable[[], dict[str, Any]]],
+    flip: bool,
+    say: Say,
+    notes: dict[str, str] | None = None,
+) -> None:
     """Run the variants back to back (reversed when ``flip``) and record each sample."""
     order = list(runs)
     for variant in reversed(order) if flip else order:
         sample = runs[variant]()
         figures.add(section, name, variant, sample, note=(notes or {}).get(variant, ""))
-        say(f"{section} {name} {variant}: {sample['rows']:,} rows in {sample['wall_seconds']:.1f} s"
-            f" = {sample['rows_per_second'] or 0:,.0f} rows/s (load {sample['load_after']})")  # fmt: skip
+        say(
+            f"{section} {name} {variant}: {sample['rows']:,} rows in {sample['wall_seconds']:.1f} s"
+            f" = {sample['rows_per_second'] or 0:,.0f} rows/s (load {sample['load_after']})"
+        )
 
 
 def run_streams_side_by_side(env: Env, figures: Figures, topic: str, repeat: int, say: Say) -> None:
@@ -119,31 +143,63 @@ def _streams_once(env: Env, figures: Figures, topic: str, r: int, say: Say) -> N
     def platform(stream: str) -> Callable[[], dict[str, Any]]:
         return lambda: platform_sample(env, lake_name, topic, [stream])
 
-    def ref(start: Callable[[Path], StreamingQuery], name: str, table: str = "table"
-            ) -> Callable[[], dict[str, Any]]:  # fmt: skip
+    def ref(
+        start: Callable[[Path], StreamingQuery], name: str, table: str = "table"
+    ) -> Callable[[], dict[str, Any]]:
         return lambda: plain_sample(lambda: start(plain / name), plain / name / table, env)
 
-    _pair(figures, "throughput", BRONZE, {
-        "platform": platform(BRONZE),
-        "plain": ref(lambda out: bronze.start(spark, boot, topic, out, most), "bronze", "raw"),
-    }, flip, say)  # fmt: skip
-    _pair(figures, "throughput", DEDUP, {
-        "platform": platform(DEDUP),
-        "plain": ref(lambda out: dedup.start(spark, bronze_table, out), "dedup"),
-    }, flip, say, {"plain": "= native: dropDuplicatesWithinWatermark"})  # fmt: skip
-    _pair(figures, "throughput", SESSIONS, {
-        "platform": platform(SESSIONS),
-        "plain": ref(lambda out: sessions.start(spark, events, out), "sessions"),
-        "native": ref(lambda out: sessions.start_native(spark, events, out), "native"),
-    }, flip, say, {"native": "session_window: no logout rule"})  # fmt: skip
-    _pair(figures, "throughput", ALERTS, {
-        "platform": platform(ALERTS),
-        "plain": ref(lambda out: alerts.start(spark, events, out), "alerts"),
-    }, flip, say)  # fmt: skip
+    _pair(
+        figures,
+        "throughput",
+        BRONZE,
+        {
+            "platform": platform(BRONZE),
+            "plain": ref(lambda out: bronze.start(spark, boot, topic, out, most), "bronze", "raw"),
+        },
+        flip,
+        say,
+    )
+    _pair(
+        figures,
+        "throughput",
+        DEDUP,
+        {
+            "platform": platform(DEDUP),
+            "plain": ref(lambda out: dedup.start(spark, bronze_table, out), "dedup"),
+        },
+        flip,
+        say,
+        {"plain": "= native: dropDuplicatesWithinWatermark"},
+    )
+    _pair(
+        figures,
+        "throughput",
+        SESSIONS,
+        {
+            "platform": platform(SESSIONS),
+            "plain": ref(lambda out: sessions.start(spark, events, out), "sessions"),
+            "native": ref(lambda out: sessions.start_native(spark, events, out), "native"),
+        },
+        flip,
+        say,
+        {"native": "session_window: no logout rule"},
+    )
+    _pair(
+        figures,
+        "throughput",
+        ALERTS,
+        {
+            "platform": platform(ALERTS),
+            "plain": ref(lambda out: alerts.start(spark, events, out), "alerts"),
+        },
+        flip,
+        say,
+    )
 
 
-def run_dedup_path(env: Env, figures: Figures, topic: str, records: int, repeat: int,
-                   say: Say) -> None:  # fmt: skip
+def run_dedup_path(
+    env: Env, figures: Figures, topic: str, records: int, repeat: int, say: Say
+) -> None:
     """Kafka -> ``events``, bronze included; rows are the records in the topic."""
     for r in range(repeat):
         _path_once(env, figures, topic, records, r, say)
@@ -163,8 +219,11 @@ def _path_once(env: Env, figures: Figures, topic: str, records: int, r: int, say
         return {**sample, "rows": records, "rows_per_second": round(records / wall, 1)}
 
     def single() -> dict[str, Any]:
-        return plain_sample(lambda: dedup.start_from_kafka(
-            spark, boot, topic, out / "single", most), out / "single" / "table", env)  # fmt: skip
+        return plain_sample(
+            lambda: dedup.start_from_kafka(spark, boot, topic, out / "single", most),
+            out / "single" / "table",
+            env,
+        )
 
     def plain_side_by_side() -> dict[str, Any]:
         def both() -> StreamingQuery:
@@ -178,23 +237,45 @@ def _path_once(env: Env, figures: Figures, topic: str, records: int, r: int, say
         return {**sample, "rows": records, "rows_per_second": round(records / wall, 1)}
 
     def platform(reads: Literal["bronze", "kafka"]) -> Callable[[], dict[str, Any]]:
-        return lambda: platform_sample(env, f"path-{r}-platform-{reads}", topic, [BRONZE, DEDUP],
-                                       rows=records, events_reads=reads)  # fmt: skip
+        return lambda: platform_sample(
+            env,
+            f"path-{r}-platform-{reads}",
+            topic,
+            [BRONZE, DEDUP],
+            rows=records,
+            events_reads=reads,
+        )
 
-    _pair(figures, "dedup_path", "kafka_to_events", {
-        "platform": platform("bronze"),
-        "plain": plain_two,
-        "platform_events_from_kafka": platform("kafka"),
-        "plain_side_by_side": plain_side_by_side,
-        "plain_single_query": single,
-    }, r % 2 == 1, say, {"plain": "plain bronze (raw + quarantine), then plain dedup",
-                         "platform_events_from_kafka": "events reads Kafka beside bronze",
-                         "plain_side_by_side": "plain bronze and the single query at once",
-                         "plain_single_query": "Kafka -> parse -> dedup -> Delta, no bronze"})  # fmt: skip
+    _pair(
+        figures,
+        "dedup_path",
+        "kafka_to_events",
+        {
+            "platform": platform("bronze"),
+            "plain": plain_two,
+            "platform_events_from_kafka": platform("kafka"),
+            "plain_side_by_side": plain_side_by_side,
+            "plain_single_query": single,
+        },
+        r % 2 == 1,
+        say,
+        {
+            "plain": "plain bronze (raw + quarantine), then plain dedup",
+            "platform_events_from_kafka": "events reads Kafka beside bronze",
+            "plain_side_by_side": "plain bronze and the single query at once",
+            "plain_single_query": "Kafka -> parse -> dedup -> Delta, no bronze",
+        },
+    )
 
 
-def warm_up(env: Env, say: Say, full: bool = True, records: int = 1000, rounds: int = 1,
-            tolerance: float = 0.05) -> dict[str, list[float]]:  # fmt: skip
+def warm_up(
+    env: Env,
+    say: Say,
+    full: bool = True,
+    records: int = 1000,
+    rounds: int = 1,
+    tolerance: float = 0.05,
+) -> dict[str, list[float]]:
     """Run the queries once on a topic of ``records``, outside the timings, so that no
     measurement pays for loading Kafka's, Delta's and RocksDB's classes, starting the Python
     workers or the JIT compiling a query's per-record code: every query (``full``), or only the
@@ -235,6 +316,8 @@ def warm_up(env: Env, say: Say, full: bool = True, records: int = 1000, rounds: 
             break
         for name, run in (("platform", platform_path), ("plain", plain_pair)):
             times[name].append(timed(partial(run, r))[1]["wall_seconds"])
-        say(f"warm-up round {r}: dedup path platform {times['platform'][-1]:.1f} s, plain pair "
-            f"{times['plain'][-1]:.1f} s")  # fmt: skip
+        say(
+            f"warm-up round {r}: dedup path platform {times['platform'][-1]:.1f} s, plain pair "
+            f"{times['plain'][-1]:.1f} s"
+        )
     return times

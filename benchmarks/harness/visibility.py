@@ -53,8 +53,9 @@ def first_visible_ms(table: Path, key: str = "event_id") -> dict[str, float]:
     return seen
 
 
-def latencies(sent_ms: dict[str, float], visible_ms: dict[str, float],
-              until_ms: float | None = None) -> list[float]:  # fmt: skip
+def latencies(
+    sent_ms: dict[str, float], visible_ms: dict[str, float], until_ms: float | None = None
+) -> list[float]:
     """Seconds from each key's first send to its first visibility, in the order they were sent.
     A key never seen counts as seen at ``until_ms`` (the end of the wait: a lower bound, so a
     pipeline that falls behind cannot look fast by leaving its slowest rows out); without

@@ -34,8 +34,9 @@ class Alerts(StatefulProcessor):
         self._handle = handle
         self._failures = handle.getValueState("failures", "times array<long>")
 
-    def handleInputRows(self, key: Any, rows: Iterator[Row],
-                        timerValues: TimerValues) -> Iterator[Row]:  # fmt: skip
+    def handleInputRows(
+        self, key: Any, rows: Iterator[Row], timerValues: TimerValues
+    ) -> Iterator[Row]:
         stored = self._failures.get()
         failures: list[int] = list(stored[0]) if stored else []
         old_timer = failures[-1] + WINDOW_MS if failures else None
@@ -47,8 +48,14 @@ class Alerts(StatefulProcessor):
                 continue
             failures = sorted(f for f in [*failures, at] if f >= at - WINDOW_MS)
             if len(failures) >= THRESHOLD:
-                alerts.append(Row(user_id=key[0], first_ms=failures[0], last_ms=failures[-1],
-                                  failure_count=len(failures)))  # fmt: skip
+                alerts.append(
+                    Row(
+                        user_id=key[0],
+                        first_ms=failures[0],
+                        last_ms=failures[-1],
+                        failure_count=len(failures),
+                    )
+                )
                 failures = []
         new_timer = failures[-1] + WINDOW_MS if failures else None
         if new_timer is not None and new_timer <= timerValues.getCurrentWatermarkInMs():
@@ -64,8 +71,9 @@ class Alerts(StatefulProcessor):
             self._failures.clear()
         return iter(alerts)
 
-    def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
-                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:  # fmt: skip
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Row]:
         self._failures.clear()
         return iter([])
 
@@ -91,8 +99,9 @@ def alerts(events: DataFrame) -> DataFrame:
     )
 
 
-def start(spark: SparkSession, source: Path, out: Path,
-          trigger_seconds: float | None = None) -> StreamingQuery:  # fmt: skip
+def start(
+    spark: SparkSession, source: Path, out: Path, trigger_seconds: float | None = None
+) -> StreamingQuery:
     """Start the alerts over the events table ``source`` into ``out/table``."""
     events = read_delta(spark, source).withWatermark("event_time", WATERMARK)
     return to_delta(alerts(events), out, trigger_seconds, "plain_alerts")

@@ -18,8 +18,15 @@ JSON_SCHEMA = StructType(
     [StructField(n, DoubleType() if n == "amount" else StringType()) for n in FIELDS]
 )
 REQUIRED = ("event_id", "user_id", "event_type", "event_time")
-EVENT_TYPES = ("page_view", "add_to_cart", "checkout", "purchase", "login_failed",
-               "login_success", "logout")  # fmt: skip
+EVENT_TYPES = (
+    "page_view",
+    "add_to_cart",
+    "checkout",
+    "purchase",
+    "login_failed",
+    "login_success",
+    "logout",
+)
 
 
 def parse(kafka_rows: DataFrame) -> DataFrame:
@@ -33,27 +40,40 @@ def parse(kafka_rows: DataFrame) -> DataFrame:
         F.col("timestamp").alias("kafka_timestamp"),
     )
     typed = parsed.select(
-        "raw_value", "kafka_partition", "kafka_offset", "kafka_timestamp",
+        "raw_value",
+        "kafka_partition",
+        "kafka_offset",
+        "kafka_timestamp",
         *[F.col(f"j.{n}").alias(n) for n in FIELDS if n != "event_time"],
         F.try_to_timestamp(F.col("j.event_time")).alias("event_time"),
         F.col("j.event_time").alias("_event_time_text"),
-    )  # fmt: skip
+    )
     return typed.withColumn("reason", F.nullif(F.concat_ws("; ", *_problems()), F.lit("")))
 
 
 def _problems() -> list[Column]:
-    missing = [F.when(F.coalesce(F.trim(F.col(n)) == "", F.lit(True)) if n != "event_time"
-                      else F.col("_event_time_text").isNull(), F.lit(f"missing {n}"))
-               for n in REQUIRED]  # fmt: skip
+    missing = [
+        F.when(
+            F.coalesce(F.trim(F.col(n)) == "", F.lit(True))
+            if n != "event_time"
+            else F.col("_event_time_text").isNull(),
+            F.lit(f"missing {n}"),
+        )
+        for n in REQUIRED
+    ]
     return [
         *missing,
-        F.when(F.col("_event_time_text").isNotNull() & F.col("event_time").isNull(),
-               F.lit("event_time is not a timestamp")),
+        F.when(
+            F.col("_event_time_text").isNotNull() & F.col("event_time").isNull(),
+            F.lit("event_time is not a timestamp"),
+        ),
         F.when(~F.col("event_type").isin(*EVENT_TYPES), F.lit("unknown event_type")),
         F.when((F.col("amount") < 0) | (F.col("amount") > 1_000_000), F.lit("amount out of range")),
-        F.when(F.col("event_time") > F.current_timestamp() + F.expr("INTERVAL 1 HOUR"),
-               F.lit("event_time in the future")),
-    ]  # fmt: skip
+        F.when(
+            F.col("event_time") > F.current_timestamp() + F.expr("INTERVAL 1 HOUR"),
+            F.lit("event_time in the future"),
+        ),
+    ]
 
 
 def good_rows(parsed: DataFrame) -> DataFrame:
@@ -71,9 +91,12 @@ class _Writer:
         try:
             _append(good_rows(parsed), self._out / "raw", batch_id)
             bad = parsed.where(F.col("reason").isNotNull()).select(
-                "raw_value", "reason", "kafka_partition", "kafka_offset",
+                "raw_value",
+                "reason",
+                "kafka_partition",
+                "kafka_offset",
                 F.current_timestamp().alias("quarantined_at"),
-            )  # fmt: skip
+            )
             _append(bad, self._out / "quarantine", batch_id)
         finally:
             parsed.unpersist()
@@ -89,8 +112,14 @@ def _append(df: DataFrame, table: Path, batch_id: int) -> None:
     )
 
 
-def start(spark: SparkSession, bootstrap: str, topic: str, out: Path,
-          max_offsets: int | None, trigger_seconds: float | None = None) -> StreamingQuery:  # fmt: skip
+def start(
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    out: Path,
+    max_offsets: int | None,
+    trigger_seconds: float | None = None,
+) -> StreamingQuery:
     """Start plain bronze: tables ``out/raw`` and ``out/quarantine``."""
     return (
         read_kafka(spark, bootstrap, topic, max_offsets)

@@ -26,8 +26,9 @@ def read_delta(spark: SparkSession, table: Path) -> DataFrame:
     return spark.readStream.format("delta").option("maxFilesPerTrigger", ALL_FILES).load(str(table))
 
 
-def read_kafka(spark: SparkSession, bootstrap: str, topic: str,
-               max_offsets: int | None) -> DataFrame:  # fmt: skip
+def read_kafka(
+    spark: SparkSession, bootstrap: str, topic: str, max_offsets: int | None
+) -> DataFrame:
     """A Kafka topic from its earliest offset."""
     reader = (
         spark.readStream.format("kafka")
@@ -41,8 +42,9 @@ def read_kafka(spark: SparkSession, bootstrap: str, topic: str,
     return reader.load()
 
 
-def to_delta(df: DataFrame, out: Path, trigger_seconds: float | None, name: str,
-             mode: str = "append") -> StreamingQuery:  # fmt: skip
+def to_delta(
+    df: DataFrame, out: Path, trigger_seconds: float | None, name: str, mode: str = "append"
+) -> StreamingQuery:
     """Start ``df`` into the Delta table ``out/table`` (checkpoint ``out/checkpoint``)."""
     return (
         df.writeStream.format("delta")

@@ -22,15 +22,21 @@ def deduplicate(events: DataFrame) -> DataFrame:
     )
 
 
-def start(spark: SparkSession, source: Path, out: Path,
-          trigger_seconds: float | None = None) -> StreamingQuery:  # fmt: skip
+def start(
+    spark: SparkSession, source: Path, out: Path, trigger_seconds: float | None = None
+) -> StreamingQuery:
     """Start dedup of the bronze table ``source`` into ``out/table``."""
     return to_delta(deduplicate(read_delta(spark, source)), out, trigger_seconds, "plain_dedup")
 
 
-def start_from_kafka(spark: SparkSession, bootstrap: str, topic: str, out: Path,
-                     max_offsets: int | None, trigger_seconds: float | None = None
-                     ) -> StreamingQuery:  # fmt: skip
+def start_from_kafka(
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    out: Path,
+    max_offsets: int | None,
+    trigger_seconds: float | None = None,
+) -> StreamingQuery:
     """Start the single query Kafka -> parse -> dedup -> ``out/table``."""
     parsed = bronze.good_rows(bronze.parse(read_kafka(spark, bootstrap, topic, max_offsets)))
     return to_delta(deduplicate(parsed), out, trigger_seconds, "plain_kafka_dedup")

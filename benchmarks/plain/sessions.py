@@ -28,11 +28,15 @@ from pyspark.sql.streaming.stateful_processor import (
 from benchmarks.plain.common import WATERMARK, read_delta, to_delta
 
 GAP_MS = 30 * 60 * 1000
-OPEN = ("start_ms long, last_ms long, count long, pages array<string>, checkout boolean, "
-        "purchased boolean, revenue double")  # fmt: skip
-OUTPUT = ("user_id string, session_start_ms long, session_end_ms long, event_count long, "
-          "last_pages array<string>, reached_checkout boolean, purchased boolean, "
-          "revenue double, close_reason string")  # fmt: skip
+OPEN = (
+    "start_ms long, last_ms long, count long, pages array<string>, checkout boolean, "
+    "purchased boolean, revenue double"
+)
+OUTPUT = (
+    "user_id string, session_start_ms long, session_end_ms long, event_count long, "
+    "last_pages array<string>, reached_checkout boolean, purchased boolean, "
+    "revenue double, close_reason string"
+)
 
 
 class Sessions(StatefulProcessor):
@@ -42,8 +46,9 @@ class Sessions(StatefulProcessor):
         self._handle = handle
         self._open = handle.getValueState("open", OPEN)
 
-    def handleInputRows(self, key: Any, rows: Iterator[Row],
-                        timerValues: TimerValues) -> Iterator[Row]:  # fmt: skip
+    def handleInputRows(
+        self, key: Any, rows: Iterator[Row], timerValues: TimerValues
+    ) -> Iterator[Row]:
         user = key[0]
         session = self._open.get()
         old_timer = None if session is None else session[1] + GAP_MS
@@ -72,8 +77,9 @@ class Sessions(StatefulProcessor):
             self._open.update(session)
         return iter(closed)
 
-    def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
-                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:  # fmt: skip
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Row]:
         session = self._open.get()
         self._open.clear()
         return iter([] if session is None else [_closed(key[0], session, "inactivity")])
@@ -85,20 +91,42 @@ class Sessions(StatefulProcessor):
 def _add(session: tuple[Any, ...] | None, row: Row) -> tuple[Any, ...]:
     at, kind = row["event_ms"], row["event_type"]
     start, last, count, pages, checkout, purchased, revenue = session or (
-        at, at, 0, [], False, False, 0.0)  # fmt: skip
+        at,
+        at,
+        0,
+        [],
+        False,
+        False,
+        0.0,
+    )
     if row["page"] is not None:
         pages = [*pages, row["page"]][-10:]
     bought = kind == "purchase"
     amount = row["amount"] or 0.0
-    return (min(start, at), max(last, at), count + 1, pages, checkout or kind == "checkout",
-            purchased or bought, revenue + (amount if bought else 0.0))  # fmt: skip
+    return (
+        min(start, at),
+        max(last, at),
+        count + 1,
+        pages,
+        checkout or kind == "checkout",
+        purchased or bought,
+        revenue + (amount if bought else 0.0),
+    )
 
 
 def _closed(user: str, session: tuple[Any, ...], reason: str) -> Row:
     start, last, count, pages, checkout, purchased, revenue = session
-    return Row(user_id=user, session_start_ms=start, session_end_ms=last, event_count=count,
-               last_pages=list(pages), reached_checkout=checkout, purchased=purchased,
-               revenue=revenue, close_reason=reason)  # fmt: skip
+    return Row(
+        user_id=user,
+        session_start_ms=start,
+        session_end_ms=last,
+        event_count=count,
+        last_pages=list(pages),
+        reached_checkout=checkout,
+        purchased=purchased,
+        revenue=revenue,
+        close_reason=reason,
+    )
 
 
 def sessionize(events: DataFrame) -> DataFrame:
@@ -113,10 +141,16 @@ def sessionize(events: DataFrame) -> DataFrame:
     return closed.select(
         "user_id",
         F.concat_ws("-", "user_id", F.col("session_start_ms").cast("string")).alias("session_id"),
-        start.alias("session_start"), end.alias("session_end"),
+        start.alias("session_start"),
+        end.alias("session_end"),
         ((F.col("session_end_ms") - F.col("session_start_ms")) / 1000).alias("duration_seconds"),
-        "event_count", "last_pages", "reached_checkout", "purchased", "revenue", "close_reason",
-    )  # fmt: skip
+        "event_count",
+        "last_pages",
+        "reached_checkout",
+        "purchased",
+        "revenue",
+        "close_reason",
+    )
 
 
 def native(events: DataFrame) -> DataFrame:
@@ -137,13 +171,15 @@ def _events(spark: SparkSession, source: Path) -> DataFrame:
     return read_delta(spark, source).withWatermark("event_time", WATERMARK)
 
 
-def start(spark: SparkSession, source: Path, out: Path,
-          trigger_seconds: float | None = None) -> StreamingQuery:  # fmt: skip
+def start(
+    spark: SparkSession, source: Path, out: Path, trigger_seconds: float | None = None
+) -> StreamingQuery:
     """Start the hand-written sessionization of the events table ``source``."""
     return to_delta(sessionize(_events(spark, source)), out, trigger_seconds, "plain_sessions")
 
 
-def start_native(spark: SparkSession, source: Path, out: Path,
-                 trigger_seconds: float | None = None) -> StreamingQuery:  # fmt: skip
+def start_native(
+    spark: SparkSession, source: Path, out: Path, trigger_seconds: float | None = None
+) -> StreamingQuery:
     """Start ``session_window`` over the events table ``source``."""
     return to_delta(native(_events(spark, source)), out, trigger_seconds, "native_sessions")

@@ -20,8 +20,22 @@ from platform_pipelines.cli.status import status
 from platform_pipelines.cli.stream import stream
 from platform_pipelines.cli.ui import dagster_dev_command, ui
 
-for command in (setup, demo, kafka, cluster, produce_cmd, table, status, ui, stream, reprocess, savepoint, state,
-                postgres, chaos):  # fmt: skip
+for command in (
+    setup,
+    demo,
+    kafka,
+    cluster,
+    produce_cmd,
+    table,
+    status,
+    ui,
+    stream,
+    reprocess,
+    savepoint,
+    state,
+    postgres,
+    chaos,
+):
     main.add_command(command)
 
 __all__ = ["dagster_dev_command", "main"]

@@ -18,18 +18,39 @@ from platform_pipelines.core.units import count, duration
 @click.command(short_help="Kill the pipeline at random moments; compare with a clean run.")
 @click.option("--trials", default=3, show_default=True, help="Independent trials.")
 @click.option("--events", default=1500, show_default=True, help="Records produced per trial.")
-@click.option("--rate", default=150.0, show_default=True, help="Records per second, produced "
-              "while the pipeline runs.")  # fmt: skip
+@click.option(
+    "--rate",
+    default=150.0,
+    show_default=True,
+    help="Records per second, produced while the pipeline runs.",
+)
 @click.option("--kills", default="1-3", show_default=True, help="SIGKILLs per trial (min-max).")
 @click.option("--seed", default=1, show_default=True)
-@click.option("--parallel", default=1, show_default=True, help="Trials whose pipelines run at "
-              "once (each its own JVM); the comparisons follow one by one.")  # fmt: skip
-@click.option("--output", type=click.Path(path_type=Path), default=None,
-              help="Write the results as JSON here.")  # fmt: skip
+@click.option(
+    "--parallel",
+    default=1,
+    show_default=True,
+    help="Trials whose pipelines run at "
+    "once (each its own JVM); the comparisons follow one by one.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the results as JSON here.",
+)
 @click.option("--keep", is_flag=True, help="Keep the trials' lakehouses under .local/chaos.")
 @friendly_errors
-def chaos(trials: int, events: int, rate: float, kills: str, seed: int, parallel: int,
-          output: Path | None, keep: bool) -> None:  # fmt: skip
+def chaos(
+    trials: int,
+    events: int,
+    rate: float,
+    kills: str,
+    seed: int,
+    parallel: int,
+    output: Path | None,
+    keep: bool,
+) -> None:
     """Fault injection. Each trial produces a synthetic clickstream while the pipeline (bronze,
     dedup, sessions, alerts) runs continuously in its own process, SIGKILLs that process and its
     JVM at random moments (during its first start too), relaunches it, lets it catch up, and
@@ -41,8 +62,14 @@ def chaos(trials: int, events: int, rate: float, kills: str, seed: int, parallel
     from platform_pipelines.spark.session import build_spark_session
 
     low, _, high = kills.partition("-")
-    cfg = ChaosConfig(trials=trials, events=events, rate_per_sec=rate, seed=seed,
-                      kills=(int(low), int(high or low)), parallel=parallel)  # fmt: skip
+    cfg = ChaosConfig(
+        trials=trials,
+        events=events,
+        rate_per_sec=rate,
+        seed=seed,
+        kills=(int(low), int(high or low)),
+        parallel=parallel,
+    )
     settings = get_settings()
     bootstrap, started = _broker(settings)
     workdir = settings.local_dir / "chaos" / time.strftime("%Y%m%d-%H%M%S")
@@ -65,8 +92,10 @@ def chaos(trials: int, events: int, rate: float, kills: str, seed: int, parallel
     console.print(_table(results))
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps({"config": asdict(cfg), "trials": [asdict(r) for r in results]},
-                                     indent=2) + "\n")  # fmt: skip
+        output.write_text(
+            json.dumps({"config": asdict(cfg), "trials": [asdict(r) for r in results]}, indent=2)
+            + "\n"
+        )
         console.print(f"Results written to {output}")
     if not all(r.ok for r in results):
         raise SystemExit(1)
@@ -90,16 +119,32 @@ def _line(r) -> str:  # type: ignore[no-untyped-def]
     verdict = (
         "[green]nothing lost or duplicated[/]" if r.ok else "[bold red]rows lost or duplicated[/]"
     )
-    return (f"trial {r.trial}: {len(r.kill_after_seconds)} kills, {verdict} "
-            f"({count(sum(r.rows.values()))} rows compared, {duration(r.seconds)})")  # fmt: skip
+    return (
+        f"trial {r.trial}: {len(r.kill_after_seconds)} kills, {verdict} "
+        f"({count(sum(r.rows.values()))} rows compared, {duration(r.seconds)})"
+    )
 
 
 def _table(results) -> Table:  # type: ignore[no-untyped-def]
-    table = Table("trial", "kills (s after launch)", "restart s (mean)", "lost rows",
-                  "duplicated rows", "rows compared", "took", title="Chaos trials")  # fmt: skip
+    table = Table(
+        "trial",
+        "kills (s after launch)",
+        "restart s (mean)",
+        "lost rows",
+        "duplicated rows",
+        "rows compared",
+        "took",
+        title="Chaos trials",
+    )
     for r in results:
         mean = sum(r.restart_seconds) / len(r.restart_seconds) if r.restart_seconds else 0.0
-        table.add_row(str(r.trial), ", ".join(f"{k:g}" for k in r.kill_after_seconds), f"{mean:.1f}",
-                      count(sum(r.lost.values())), count(sum(r.duplicated.values())),
-                      count(sum(r.rows.values())), duration(r.seconds))  # fmt: skip
+        table.add_row(
+            str(r.trial),
+            ", ".join(f"{k:g}" for k in r.kill_after_seconds),
+            f"{mean:.1f}",
+            count(sum(r.lost.values())),
+            count(sum(r.duplicated.values())),
+            count(sum(r.rows.values())),
+            duration(r.seconds),
+        )
     return table

@@ -49,12 +49,27 @@ def cluster() -> None:
 
 
 @cluster.command("start", short_help="Start a master and its workers in the background.")
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 16),
-              help="Worker processes (one executor each per application).")  # fmt: skip
-@click.option("--cores", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Cores each worker offers.")  # fmt: skip
-@click.option("--memory", default="1g", show_default=True, callback=_memory,
-              help="Memory each worker offers (an executor takes spark.executor.memory, 1g).")  # fmt: skip
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Worker processes (one executor each per application).",
+)
+@click.option(
+    "--cores",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Cores each worker offers.",
+)
+@click.option(
+    "--memory",
+    default="1g",
+    show_default=True,
+    callback=_memory,
+    help="Memory each worker offers (an executor takes spark.executor.memory, 1g).",
+)
 @friendly_errors
 def cluster_start(workers: int, cores: int, memory: str) -> None:
     """Start a Spark master and WORKERS workers in the background and wait until every worker is
@@ -67,16 +82,20 @@ def cluster_start(workers: int, cores: int, memory: str) -> None:
 
     running = find_running_cluster(_cluster_dir())
     if running:
-        console.print(f"A local Spark cluster already runs: master {running['master_url']}, "
-                      f"web UI {running['webui_url']}.")  # fmt: skip
+        console.print(
+            f"A local Spark cluster already runs: master {running['master_url']}, "
+            f"web UI {running['webui_url']}."
+        )
         return
     spec = ClusterSpec(workers=workers, cores=cores, memory=memory)
     local = LocalSparkCluster(_cluster_dir(), spec)
     with console.status(f"Starting a Spark master and {workers} workers on 127.0.0.1..."):
         url = local.start()
-    console.print(f"Spark cluster started: master {url}, web UI {local.webui_url}, "
-                  f"{workers} x {cores} core(s) / {memory} (stop it with `platform cluster stop`). "
-                  "Run the platform on it with:")  # fmt: skip
+    console.print(
+        f"Spark cluster started: master {url}, web UI {local.webui_url}, "
+        f"{workers} x {cores} core(s) / {memory} (stop it with `platform cluster stop`). "
+        "Run the platform on it with:"
+    )
     click.echo(f"export PLATFORM_SPARK_MASTER={url}")
 
 
@@ -119,14 +138,23 @@ def cluster_status() -> None:
         )
         return
     state = _state(info)
-    uses = "uses it" if settings.spark_master == info["master_url"] else (
-        f"uses {settings.spark_master}; set PLATFORM_SPARK_MASTER={info['master_url']}")  # fmt: skip
-    console.print(f"local Spark cluster: master {info['master_url']} ({state.get('status')}), "
-                  f"web UI {info['webui_url']}; the platform {uses}")  # fmt: skip
+    uses = (
+        "uses it"
+        if settings.spark_master == info["master_url"]
+        else (f"uses {settings.spark_master}; set PLATFORM_SPARK_MASTER={info['master_url']}")
+    )
+    console.print(
+        f"local Spark cluster: master {info['master_url']} ({state.get('status')}), "
+        f"web UI {info['webui_url']}; the platform {uses}"
+    )
     workers = Table("worker", "state", "cores used", "memory used", title="Workers")
     for w in state.get("workers", []):
-        workers.add_row(w["id"], w["state"], f"{w['coresused']} / {w['cores']}",
-                        f"{size(w['memoryused'] * 2**20)} / {size(w['memory'] * 2**20)}")  # fmt: skip
+        workers.add_row(
+            w["id"],
+            w["state"],
+            f"{w['coresused']} / {w['cores']}",
+            f"{size(w['memoryused'] * 2**20)} / {size(w['memory'] * 2**20)}",
+        )
     console.print(workers)
     apps = Table("application", "name", "state", "cores", title="Applications")
     for app in [*state.get("activeapps", []), *state.get("completedapps", [])[-5:]]:

@@ -44,8 +44,12 @@ def setup() -> None:
 @click.command(short_help="The main job: broker, synthetic topics, every stream, a summary.")
 @producer_options
 @click.option("--keep-broker", is_flag=True, help="Leave the broker running afterwards.")
-@click.option("--fresh/--no-fresh", default=True, show_default=True,
-              help="Start from empty topics, tables and checkpoints (.local/kafka, .local/lakehouse).")  # fmt: skip
+@click.option(
+    "--fresh/--no-fresh",
+    default=True,
+    show_default=True,
+    help="Start from empty topics, tables and checkpoints (.local/kafka, .local/lakehouse).",
+)
 @friendly_errors
 def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
     """The main job: the local broker, synthetic topics, every stream through Dagster (the
@@ -76,12 +80,16 @@ def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
         if started and not keep_broker:
             LocalKafkaBroker(settings.broker_dir).stop()
     if status != "SUCCESS":
-        raise click.ClickException(f"The all_streams run {run_id} ended {status}; its logs are "
-                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
+        raise click.ClickException(
+            f"The all_streams run {run_id} ended {status}; its logs are "
+            "in the Dagster UI (make ui) under Runs."
+        )
     console.rule("Materializing daily_engagement")
     if not steps.materialize_engagement([cfg.start_time.date().isoformat()]):
-        raise click.ClickException("daily_engagement failed to materialize; its run's logs are "
-                                   "in the Dagster UI (make ui) under Runs.")  # fmt: skip
+        raise click.ClickException(
+            "daily_engagement failed to materialize; its run's logs are "
+            "in the Dagster UI (make ui) under Runs."
+        )
     summary = steps.summarize([*load_registry(settings).tables(), "daily_engagement"])
     _print_summary(produced, run_id, status, elapsed, summary)
 
@@ -122,35 +130,57 @@ def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:
     return counts
 
 
-def _print_summary(produced: dict[str, int], run_id: str, status: str, elapsed: float,
-                   summary: Any) -> None:  # fmt: skip
+def _print_summary(
+    produced: dict[str, int], run_id: str, status: str, elapsed: float, summary: Any
+) -> None:
     print_counts("Produced to Kafka", produced)
-    table = Table("table", "rows", "path",
-                  title=f"Delta tables (all_streams run {run_id[:8]} {status} in {duration(elapsed)})")  # fmt: skip
+    table = Table(
+        "table",
+        "rows",
+        "path",
+        title=f"Delta tables (all_streams run {run_id[:8]} {status} in {duration(elapsed)})",
+    )
     for name, rows, path in summary.tables:
         shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
         table.add_row(name, count(rows), str(shown))
     console.print(table)
     if summary.quarantine_reasons:
         print_counts("Quarantined records by reason (top 5)", dict(summary.quarantine_reasons))
-    alerts = Table("user", "failures", "first", "last",
-                   title=f"Security alerts ({count(summary.rows('security_alerts'))}, first 5)")  # fmt: skip
+    alerts = Table(
+        "user",
+        "failures",
+        "first",
+        "last",
+        title=f"Security alerts ({count(summary.rows('security_alerts'))}, first 5)",
+    )
     for a in summary.alerts:
-        alerts.add_row(a["user_id"], str(a["failure_count"]), str(a["first_failure_time"]),
-                       str(a["last_failure_time"]))  # fmt: skip
+        alerts.add_row(
+            a["user_id"],
+            str(a["failure_count"]),
+            str(a["first_failure_time"]),
+            str(a["last_failure_time"]),
+        )
     console.print(alerts)
     changes = Table("service", "status", "changed at", title="Service status changes")
     for s in summary.status_changes:
         changes.add_row(s["service"], s["status"], str(s["changed_at"]))
     console.print(changes)
     for day in summary.engagement:
-        console.print(f"daily_engagement {day['day']}: {count(day['sessions'])} sessions, {count(day['users'])} "
-                      f"users, avg {duration(day['avg_duration_seconds'])}, conversion "
-                      f"{day['conversion_rate']:.1%}, revenue {day['revenue']:,.2f}")  # fmt: skip
-    console.print(f"Sessions closed: [bold]{count(summary.rows('user_sessions'))}[/] (a session "
-                  "closes once the watermark passes its last event + 30 min)")  # fmt: skip
-    console.print(f"Rows kept aside: {count(summary.rows('quarantine'))} quarantined, "
-                  f"{count(summary.rows('late_events'))} late (tables quarantine, late_events)")  # fmt: skip
+        console.print(
+            f"daily_engagement {day['day']}: {count(day['sessions'])} sessions, {count(day['users'])} "
+            f"users, avg {duration(day['avg_duration_seconds'])}, conversion "
+            f"{day['conversion_rate']:.1%}, revenue {day['revenue']:,.2f}"
+        )
+    console.print(
+        f"Sessions closed: [bold]{count(summary.rows('user_sessions'))}[/] (a session "
+        "closes once the watermark passes its last event + 30 min)"
+    )
+    console.print(
+        f"Rows kept aside: {count(summary.rows('quarantine'))} quarantined, "
+        f"{count(summary.rows('late_events'))} late (tables quarantine, late_events)"
+    )
     console.print(f"Tables and checkpoints: {get_settings().lakehouse_dir}")
-    console.print(f"Open the Dagster UI on the same state: [bold]make ui[/], then "
-                  f"http://127.0.0.1:3000 (run {run_id})")  # fmt: skip
+    console.print(
+        f"Open the Dagster UI on the same state: [bold]make ui[/], then "
+        f"http://127.0.0.1:3000 (run {run_id})"
+    )

@@ -56,9 +56,11 @@ def run_all_streams_catch_up(max_offsets_per_trigger: int | None = None) -> tupl
     config = {"ops": {f"run_{ALL_STREAMS_JOB}": {"config": op_config}}}
     with dg.DagsterInstance.get() as instance:
         result = dg.execute_job(
-            dg.reconstructable(_all_streams_job), instance=instance, run_config=config,
+            dg.reconstructable(_all_streams_job),
+            instance=instance,
+            run_config=config,
             raise_on_error=False,
-        )  # fmt: skip
+        )
         run = instance.get_run_by_id(result.run_id)
         return result.run_id, run.status.value if run else "UNKNOWN"
 
@@ -74,10 +76,14 @@ def materialize_engagement(days: list[str]) -> bool:
     resources = defs.resources or {}
     with dg.DagsterInstance.get() as instance:
         return all(
-            dg.materialize([daily_engagement_asset], partition_key=day, instance=instance,
-                           resources={k: resources[k] for k in ("spark", "lakehouse")}).success
+            dg.materialize(
+                [daily_engagement_asset],
+                partition_key=day,
+                instance=instance,
+                resources={k: resources[k] for k in ("spark", "lakehouse")},
+            ).success
             for day in days
-        )  # fmt: skip
+        )
 
 
 def summarize(table_names: list[str]) -> DemoSummary:
@@ -104,9 +110,17 @@ def summarize(table_names: list[str]) -> DemoSummary:
         quarantine, alerts = read("quarantine"), read("security_alerts")
         status, engagement = read("service_status"), read("daily_engagement")
         reasons = (
-            [(r["reason"], r["n"]) for r in quarantine.groupBy("reason").agg(F.count("*").alias("n"))
-             .orderBy(F.desc("n")).limit(5).collect()] if quarantine is not None else []
-        )  # fmt: skip
+            [
+                (r["reason"], r["n"])
+                for r in quarantine.groupBy("reason")
+                .agg(F.count("*").alias("n"))
+                .orderBy(F.desc("n"))
+                .limit(5)
+                .collect()
+            ]
+            if quarantine is not None
+            else []
+        )
         return DemoSummary(
             tables,
             reasons,

@@ -63,16 +63,19 @@ def kafka_start(security: str | None) -> None:
     running = find_running_broker(settings.broker_dir)
     if running:
         protocol = running.get("security_protocol", "PLAINTEXT")
-        console.print(f"The local Kafka broker already runs at {running['bootstrap_servers']} "
-                      f"({protocol}).")  # fmt: skip
+        console.print(
+            f"The local Kafka broker already runs at {running['bootstrap_servers']} ({protocol})."
+        )
         if protocol == "SASL_SSL":
             console.print('Its clients need: eval "$(platform kafka env)"')
         return
     broker = LocalKafkaBroker(settings.broker_dir, security=cast("BrokerSecurity | None", security))
     with console.status(f"Starting the local Kafka broker (KRaft, {broker.security})..."):
         address = broker.start()
-    console.print(f"Kafka broker started at {address} ({broker.security}; stop it with "
-                  "`platform kafka stop`).")  # fmt: skip
+    console.print(
+        f"Kafka broker started at {address} ({broker.security}; stop it with "
+        "`platform kafka stop`)."
+    )
     if broker.security == "SASL_SSL":
         console.print('Its clients need these variables (or run: eval "$(platform kafka env)"):')
         _echo_exports(settings)
@@ -83,9 +86,11 @@ def _echo_exports(settings: PlatformSettings) -> None:
     from platform_pipelines.kafka.tls import BrokerSecrets, formatted_security
 
     if formatted_security(settings.broker_dir) != "SASL_SSL":
-        for line in ("export PLATFORM_KAFKA_SECURITY_PROTOCOL=PLAINTEXT",
-                     "unset PLATFORM_KAFKA_SASL_USERNAME PLATFORM_KAFKA_SASL_PASSWORD "
-                     "PLATFORM_KAFKA_SSL_CAFILE"):  # fmt: skip
+        for line in (
+            "export PLATFORM_KAFKA_SECURITY_PROTOCOL=PLAINTEXT",
+            "unset PLATFORM_KAFKA_SASL_USERNAME PLATFORM_KAFKA_SASL_PASSWORD "
+            "PLATFORM_KAFKA_SSL_CAFILE",
+        ):
             click.echo(line)
         return
     for line in BrokerSecrets.of(settings.broker_dir).export_lines():
@@ -138,12 +143,17 @@ def kafka_status() -> None:
 
     settings = get_settings()
     info = find_running_broker(settings.broker_dir)
-    console.print(f"local broker: running at {info['bootstrap_servers']} (pid {info['pid']}, "
-                  f"{info.get('security_protocol', 'PLAINTEXT')})"
-                  if info else "local broker: not running")  # fmt: skip
+    console.print(
+        f"local broker: running at {info['bootstrap_servers']} (pid {info['pid']}, "
+        f"{info.get('security_protocol', 'PLAINTEXT')})"
+        if info
+        else "local broker: not running"
+    )
     if settings.kafka_bootstrap_servers:
-        console.print(f"the platform uses: {settings.kafka_bootstrap_servers} "
-                      "(PLATFORM_KAFKA_BOOTSTRAP_SERVERS)")  # fmt: skip
+        console.print(
+            f"the platform uses: {settings.kafka_bootstrap_servers} "
+            "(PLATFORM_KAFKA_BOOTSTRAP_SERVERS)"
+        )
     try:
         console.print(f"its clients connect with: {kafka_security()}", markup=False)
     except KafkaSecurityError as error:
@@ -202,12 +212,21 @@ def produce_with_progress(cfg: Any, bootstrap: str, topic: str) -> Any:
     from platform_pipelines.kafka.producer import generate_clickstream, produce
 
     create_topics(bootstrap, {topic: 3})
-    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(f"Producing to {topic}", total=cfg.events)
-        return produce(bootstrap, topic, generate_clickstream(cfg), cfg.rate_per_sec,
-                       progress=lambda n: bar.update(task, completed=n))  # fmt: skip
+        return produce(
+            bootstrap,
+            topic,
+            generate_clickstream(cfg),
+            cfg.rate_per_sec,
+            progress=lambda n: bar.update(task, completed=n),
+        )
 
 
 def print_counts(title: str, counts: dict[str, int], caption: str = "") -> None:
@@ -236,11 +255,16 @@ def produce_cmd(topic: str | None, **kw: Any) -> None:
             "it, or unset the variable to use the local broker."
         )
     if started:
-        console.print(f"Started the local Kafka broker at {bootstrap}; it keeps running (stop it "
-                      "with `platform kafka stop`).")  # fmt: skip
+        console.print(
+            f"Started the local Kafka broker at {bootstrap}; it keeps running (stop it "
+            "with `platform kafka stop`)."
+        )
     summary = produce_with_progress(cfg, bootstrap, topic or settings.clickstream_topic)
-    print_counts(f"Produced to {topic or settings.clickstream_topic} at {bootstrap}",
-                 summary.counts, f"{summary.rate_per_sec:,.0f} records/s")  # fmt: skip
+    print_counts(
+        f"Produced to {topic or settings.clickstream_topic} at {bootstrap}",
+        summary.counts,
+        f"{summary.rate_per_sec:,.0f} records/s",
+    )
 
 
 kafka.add_command(cluster)

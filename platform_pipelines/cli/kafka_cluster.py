@@ -33,8 +33,12 @@ def cluster() -> None:
 
 
 @cluster.command("start", short_help="Start the cluster, or the nodes of it that are down.")
-@click.option("--nodes", type=click.IntRange(1, 9), default=None,
-              help="Number of nodes (default: as many as were formatted, else 3).")  # fmt: skip
+@click.option(
+    "--nodes",
+    type=click.IntRange(1, 9),
+    default=None,
+    help="Number of nodes (default: as many as were formatted, else 3).",
+)
 @friendly_errors
 def cluster_start(nodes: int | None) -> None:
     """Start the local cluster in the background and wait until every node serves and the
@@ -49,13 +53,17 @@ def cluster_start(nodes: int | None) -> None:
         return
     down = [n for n in local.node_ids if n not in running]
     what = f"node {', '.join(map(str, down))} of " if running else ""
-    with console.status(f"Starting {what}the local Kafka cluster ({len(local.node_ids)} KRaft "
-                        "nodes); waiting for every node and a quorum leader..."):  # fmt: skip
+    with console.status(
+        f"Starting {what}the local Kafka cluster ({len(local.node_ids)} KRaft "
+        "nodes); waiting for every node and a quorum leader..."
+    ):
         bootstrap = local.start()
     console.print(_nodes_table(local, _facts(local)))
-    console.print(f"Kafka cluster started (stop it with `platform kafka cluster stop`). Point the "
-                  f"platform at it:\nexport PLATFORM_KAFKA_BOOTSTRAP_SERVERS={bootstrap}",
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"Kafka cluster started (stop it with `platform kafka cluster stop`). Point the "
+        f"platform at it:\nexport PLATFORM_KAFKA_BOOTSTRAP_SERVERS={bootstrap}",
+        soft_wrap=True,
+    )
 
 
 @cluster.command("stop", short_help="Stop every node (refuses while streams read it).")
@@ -126,9 +134,16 @@ def _facts(local: LocalKafkaCluster) -> ReplicationFacts | None:
 
 
 def _nodes_table(local: LocalKafkaCluster, facts: ReplicationFacts | None) -> Table:
-    table = Table("node", "state", "pid", "client", "controller", "leads",
-                  title=f"Kafka cluster in {local.data_dir}",
-                  caption="each node's log: node-<id>/broker.log")  # fmt: skip
+    table = Table(
+        "node",
+        "state",
+        "pid",
+        "client",
+        "controller",
+        "leads",
+        title=f"Kafka cluster in {local.data_dir}",
+        caption="each node's log: node-<id>/broker.log",
+    )
     for node in local.node_ids:
         pid = local.pid(node)
         port, controller = local.ports.get(node) or _recorded(local, node)
@@ -137,8 +152,14 @@ def _nodes_table(local: LocalKafkaCluster, facts: ReplicationFacts | None) -> Ta
             state = "fenced"
         leads = sum(1 for p in facts.partitions if p.leader == node) if facts else 0
         style = {"up": "green", "fenced": "yellow", "down": "bold red"}[state]
-        table.add_row(str(node), f"[{style}]{state}[/]", str(pid or "-"), f"127.0.0.1:{port}",
-                      str(controller), str(leads))  # fmt: skip
+        table.add_row(
+            str(node),
+            f"[{style}]{state}[/]",
+            str(pid or "-"),
+            f"127.0.0.1:{port}",
+            str(controller),
+            str(leads),
+        )
     return table
 
 
@@ -149,12 +170,26 @@ def _recorded(local: LocalKafkaCluster, node: int) -> tuple[int, int]:
 
 
 def _topics_table(facts: ReplicationFacts) -> Table:
-    table = Table("topic", "partitions", "replicas", "in sync (lowest)", "min.insync.replicas",
-                  "under-replicated", "no leader", title="Topics")  # fmt: skip
+    table = Table(
+        "topic",
+        "partitions",
+        "replicas",
+        "in sync (lowest)",
+        "min.insync.replicas",
+        "under-replicated",
+        "no leader",
+        title="Topics",
+    )
     for topic in sorted({p.topic for p in facts.partitions}):
         parts = [p for p in facts.partitions if p.topic == topic]
         under = sum(1 for p in parts if len(p.isr) < len(p.replicas))
-        table.add_row(topic, str(len(parts)), str(max(len(p.replicas) for p in parts)),
-                      str(min(len(p.isr) for p in parts)), str(facts.min_insync.get(topic, "-")),
-                      str(under), str(sum(1 for p in parts if p.leader < 0)))  # fmt: skip
+        table.add_row(
+            topic,
+            str(len(parts)),
+            str(max(len(p.replicas) for p in parts)),
+            str(min(len(p.isr) for p in parts)),
+            str(facts.min_insync.get(topic, "-")),
+            str(under),
+            str(sum(1 for p in parts if p.leader < 0)),
+        )
     return table

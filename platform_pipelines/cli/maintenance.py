@@ -23,11 +23,19 @@ def _row(done: MaintenanceResult) -> list[str]:
     if done.before is None or done.after is None:
         return [done.table, "no table yet", "-", "-", "-", "-"]
     note = f" ({done.compaction_note})" if done.compaction_note else ""
-    vacuumed = (f"{count(done.vacuum.files_deleted)} files, {size(done.vacuum.bytes_deleted)}"
-                if done.vacuum else f"not run: {done.vacuum_note}")  # fmt: skip
-    return [done.table, f"{count(done.before.files)} -> {count(done.after.files)}{note}",
-            size(done.after.avg_bytes), f"{done.retention.hours:,.0f} h: {done.retention.reason}",
-            vacuumed, f"{done.seconds:,.1f} s"]  # fmt: skip
+    vacuumed = (
+        f"{count(done.vacuum.files_deleted)} files, {size(done.vacuum.bytes_deleted)}"
+        if done.vacuum
+        else f"not run: {done.vacuum_note}"
+    )
+    return [
+        done.table,
+        f"{count(done.before.files)} -> {count(done.after.files)}{note}",
+        size(done.after.avg_bytes),
+        f"{done.retention.hours:,.0f} h: {done.retention.reason}",
+        vacuumed,
+        f"{done.seconds:,.1f} s",
+    ]
 
 
 @click.group(short_help="The streams' Delta tables: files per table, compaction and VACUUM.")
@@ -47,15 +55,26 @@ def files_cmd() -> None:
 
     settings = get_settings()
     lake, layers = Lakehouse(settings.lakehouse_dir), table_layers(load_registry(settings))
-    shown = Table("table", "layer", "version", "files", "bytes", "avg file", "check",
-                  title=f"Tables in {lake.root / 'tables'}")  # fmt: skip
+    shown = Table(
+        "table",
+        "layer",
+        "version",
+        "files",
+        "bytes",
+        "avg file",
+        "check",
+        title=f"Tables in {lake.root / 'tables'}",
+    )
     verdicts = []
     with console.status("Reading the Delta logs..."):
         for name, layer in layers.items():
             found, verdict = table_files(lake.table(name)), files_verdict(lake, name, layer)
             verdicts.append(verdict)
-            numbers = ([str(found.version), count(found.files), size(found.bytes),
-                        size(found.avg_bytes)] if found else ["-", "-", "-", "-"])  # fmt: skip
+            numbers = (
+                [str(found.version), count(found.files), size(found.bytes), size(found.avg_bytes)]
+                if found
+                else ["-", "-", "-", "-"]
+            )
             status = verdict.status.value
             shown.add_row(name, layer, *numbers, f"[{STYLE[status]}]{status}[/]")
     console.print(shown)
@@ -66,14 +85,20 @@ def files_cmd() -> None:
 
 @table.command("maintain", short_help="Compact tables, then VACUUM them (all tables by default).")
 @click.argument("tables", nargs=-1)
-@click.option("--retention-hours", type=click.FloatRange(min=1), default=168.0,
-              show_default=True, help="VACUUM deletes files replaced more than this many hours "
-              "ago, never one a stream may still read.")  # fmt: skip
+@click.option(
+    "--retention-hours",
+    type=click.FloatRange(min=1),
+    default=168.0,
+    show_default=True,
+    help="VACUUM deletes files replaced more than this many hours "
+    "ago, never one a stream may still read.",
+)
 @click.option("--no-compact", is_flag=True, help="Only VACUUM; do not compact (OPTIMIZE).")
 @click.option("--dry-run", is_flag=True, help="Change nothing; show what VACUUM would delete.")
 @friendly_errors
-def maintain_cmd(tables: tuple[str, ...], retention_hours: float, no_compact: bool,
-                 dry_run: bool) -> None:  # fmt: skip
+def maintain_cmd(
+    tables: tuple[str, ...], retention_hours: float, no_compact: bool, dry_run: bool
+) -> None:
     """Compact the small files of TABLES (default: every table the streams write) into large
     ones, then VACUUM the files they replaced. VACUUM keeps everything replaced less than
     --retention-hours ago, and longer whatever a stream reading the table may still read
@@ -95,15 +120,26 @@ def maintain_cmd(tables: tuple[str, ...], retention_hours: float, no_compact: bo
     known = list(table_layers(streams))
     unknown = [t for t in tables if t not in known]
     if unknown:
-        raise click.BadParameter(f"{', '.join(unknown)}: not a table of the declared streams; "
-                                 f"use some of: {', '.join(known)}.", param_hint="TABLES")  # fmt: skip
-    options = MaintenanceOptions(retention=timedelta(hours=retention_hours),
-                                 compact=not no_compact, dry_run=dry_run)  # fmt: skip
+        raise click.BadParameter(
+            f"{', '.join(unknown)}: not a table of the declared streams; "
+            f"use some of: {', '.join(known)}.",
+            param_hint="TABLES",
+        )
+    options = MaintenanceOptions(
+        retention=timedelta(hours=retention_hours), compact=not no_compact, dry_run=dry_run
+    )
     lake = Lakehouse(settings.lakehouse_dir)
     with console.status("Starting Spark..."):
         spark = build_spark_session(SparkOptions.from_settings(settings, ui_enabled=False))
-    shown = Table("table", "files", "avg file after", "VACUUM retention", "deleted" if not dry_run
-                  else "would delete", "time", title="Table maintenance")  # fmt: skip
+    shown = Table(
+        "table",
+        "files",
+        "avg file after",
+        "VACUUM retention",
+        "deleted" if not dry_run else "would delete",
+        "time",
+        title="Table maintenance",
+    )
     problems = []
     try:
         for name in tables or known:

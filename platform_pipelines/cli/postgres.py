@@ -33,8 +33,12 @@ def postgres() -> None:
 
 @postgres.command("start", short_help="Start the local server (created on first start).")
 @click.option("--dir", "folder", type=click.Path(path_type=Path), default=None, help=FOLDER_HELP)
-@click.option("--port", type=int, default=None,
-              help="TCP port on 127.0.0.1 (default: the last one used, else a free one).")  # fmt: skip
+@click.option(
+    "--port",
+    type=int,
+    default=None,
+    help="TCP port on 127.0.0.1 (default: the last one used, else a free one).",
+)
 @friendly_errors
 def postgres_start(folder: Path | None, port: int | None) -> None:
     """Start the local PostgreSQL server in the background: the cluster is created on the first
@@ -51,9 +55,14 @@ def postgres_start(folder: Path | None, port: int | None) -> None:
             server.start()
     conn = server.connection()
     table = Table("", "", show_header=False, title="Local PostgreSQL for Dagster")
-    for name, value in (("address", f"{conn.host}:{conn.port}"), ("database", conn.database),
-                        ("user", conn.user), ("password file", str(server.password_file)),
-                        ("data", str(server.data_dir)), ("log", str(server.log_path))):  # fmt: skip
+    for name, value in (
+        ("address", f"{conn.host}:{conn.port}"),
+        ("database", conn.database),
+        ("user", conn.user),
+        ("password file", str(server.password_file)),
+        ("data", str(server.data_dir)),
+        ("log", str(server.log_path)),
+    ):
         table.add_row(name, value)
     console.print(table)
     console.print(

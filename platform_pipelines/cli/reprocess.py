@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import click
 from rich.table import Table
 
 from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.times import instant_ms
 from platform_pipelines.core.units import count
+
+if TYPE_CHECKING:
+    from platform_pipelines.runtime.reprocess import Downstream, Start
 
 
 def _timestamp_ms(value: str | None) -> int | None:
@@ -19,15 +24,24 @@ def _timestamp_ms(value: str | None) -> int | None:
 
 @click.command(short_help="Rebuild a stream's table from its input; switch when done.")
 @click.argument("name")
-@click.option("--from", "start", type=click.Choice(["earliest", "timestamp", "bronze"]),
-              default="earliest", show_default=True,
-              help="earliest: all input still held; timestamp: input from --timestamp on; "
-                   "bronze: from the bronze table (Kafka is not read again).")  # fmt: skip
+@click.option(
+    "--from",
+    "start",
+    type=click.Choice(["earliest", "timestamp", "bronze"]),
+    default="earliest",
+    show_default=True,
+    help="earliest: all input still held; timestamp: input from --timestamp on; "
+    "bronze: from the bronze table (Kafka is not read again).",
+)
 @click.option("--timestamp", help="With --from timestamp: ISO 8601, e.g. 2026-11-23T10:00:00Z.")
-@click.option("--downstream", type=click.Choice(["notify", "reprocess"]), default="notify",
-              show_default=True,
-              help="Streams reading a rebuilt table: rebuild them too, or leave them refused "
-                   "at their next start until they are reprocessed.")  # fmt: skip
+@click.option(
+    "--downstream",
+    type=click.Choice(["notify", "reprocess"]),
+    default="notify",
+    show_default=True,
+    help="Streams reading a rebuilt table: rebuild them too, or leave them refused "
+    "at their next start until they are reprocessed.",
+)
 @click.option(
     "--switch",
     "switch_id",
@@ -35,8 +49,9 @@ def _timestamp_ms(value: str | None) -> int | None:
     help="Only switch in the finished rebuild ID (after stopping its streams).",
 )
 @friendly_errors
-def reprocess(name: str, start: str, timestamp: str | None, downstream: str,
-              switch_id: str | None) -> None:  # fmt: skip
+def reprocess(
+    name: str, start: str, timestamp: str | None, downstream: str, switch_id: str | None
+) -> None:
     """Rebuild stream NAME (and, as chosen, the streams around it) on new checkpoints and new
     table generations while the current tables keep serving, then switch to the rebuild: the
     platform tables' rows in one commit each, each table's pointer in one atomic rename.
@@ -55,10 +70,18 @@ def reprocess(name: str, start: str, timestamp: str | None, downstream: str,
     if switch_id:
         plan = load_plan(lake, switch_id)
     else:
-        plan = plan_reprocess(registry, name, start, downstream,  # type: ignore[arg-type]
-                              _timestamp_ms(timestamp))  # fmt: skip
-    console.print(f"Rebuild [bold]{plan.rebuild_id}[/]: {', '.join(plan.streams)} "
-                  f"(from {plan.start})" + (f"; told: {', '.join(plan.told)}" if plan.told else ""))  # fmt: skip
+        # click.Choice has already narrowed both to the literals plan_reprocess takes.
+        plan = plan_reprocess(
+            registry,
+            name,
+            cast("Start", start),
+            cast("Downstream", downstream),
+            _timestamp_ms(timestamp),
+        )
+    console.print(
+        f"Rebuild [bold]{plan.rebuild_id}[/]: {', '.join(plan.streams)} "
+        f"(from {plan.start})" + (f"; told: {', '.join(plan.told)}" if plan.told else "")
+    )
     with console.status("Starting Spark..."):
         spark = build_spark_session(SparkOptions.from_settings(settings, ui_enabled=False))
     try:
@@ -66,8 +89,14 @@ def reprocess(name: str, start: str, timestamp: str | None, downstream: str,
         if not switch_id:
             status = console.status("Rebuilding...")
             with status:
-                done = rebuild(spark, lake, settings.bootstrap_servers(), registry, plan,
-                               lambda s: status.update(f"Rebuilding {s}..."))  # fmt: skip
+                done = rebuild(
+                    spark,
+                    lake,
+                    settings.bootstrap_servers(),
+                    registry,
+                    plan,
+                    lambda s: status.update(f"Rebuilding {s}..."),
+                )
             rows = done.rows
         try:
             with console.status("Switching..."):
@@ -82,13 +111,19 @@ def reprocess(name: str, start: str, timestamp: str | None, downstream: str,
     table = Table("stream", "rows", "table now in", "checkpoint now in", title="Reprocessed")
     for stream in plan.streams:
         target = registry.get(stream).table
-        table.add_row(stream, count(rows[stream]) if stream in rows else "-",
-                      f"tables/{switched.tables[target]}",
-                      f"checkpoints/{lake.checkpoint(stream).name}")  # fmt: skip
+        table.add_row(
+            stream,
+            count(rows[stream]) if stream in rows else "-",
+            f"tables/{switched.tables[target]}",
+            f"checkpoints/{lake.checkpoint(stream).name}",
+        )
     console.print(table)
     old = ", ".join(str(p) for p in switched.retired.values())
-    console.print(f"The previous generations stay on disk ({old}): delete them when nothing "
-                  "reads them.")  # fmt: skip
+    console.print(
+        f"The previous generations stay on disk ({old}): delete them when nothing reads them."
+    )
     for reader in plan.told:
-        console.print(f"[yellow]{reader}[/] reads a rebuilt table: its next start is refused "
-                      f"until you run `platform reprocess {reader}`.")  # fmt: skip
+        console.print(
+            f"[yellow]{reader}[/] reads a rebuilt table: its next start is refused "
+            f"until you run `platform reprocess {reader}`."
+        )

@@ -87,12 +87,19 @@ def list_cmd(stream: str | None) -> None:
     if not found:
         console.print(f"No savepoints{f' of {stream}' if stream else ''} yet.")
         return
-    table = Table("stream", "name", "time (UTC)", "batch", "table versions", "size",
-                  title="Savepoints")  # fmt: skip
+    table = Table(
+        "stream", "name", "time (UTC)", "batch", "table versions", "size", title="Savepoints"
+    )
     for s in found:
         m = s.manifest
-        table.add_row(m.stream, m.name, from_ms(m.created_ms).strftime("%Y-%m-%d %H:%M:%S"),
-                      str(m.batch), _versions(m), size(s.bytes))  # fmt: skip
+        table.add_row(
+            m.stream,
+            m.name,
+            from_ms(m.created_ms).strftime("%Y-%m-%d %H:%M:%S"),
+            str(m.batch),
+            _versions(m),
+            size(s.bytes),
+        )
     console.print(table)
 
 
@@ -113,26 +120,35 @@ def restore_cmd(stream: str, name: str | None, yes: bool) -> None:
     target, lake = _stream_of(registry, stream), _lakehouse()
     chosen = find_savepoint(lake, stream, name).manifest
     if not yes:
-        click.confirm(f"Roll {stream} back to savepoint {chosen.name} (after batch "
-                      f"{chosen.batch}; {_versions(chosen)})?", abort=True)  # fmt: skip
+        click.confirm(
+            f"Roll {stream} back to savepoint {chosen.name} (after batch "
+            f"{chosen.batch}; {_versions(chosen)})?",
+            abort=True,
+        )
     sessions: list[SparkSession] = []
     try:
         with console.status(f"Restoring {stream}..."):
-            done = restore_savepoint(lake, target, list(registry),
-                                     lambda: _spark(sessions), chosen.name)  # fmt: skip
+            done = restore_savepoint(
+                lake, target, list(registry), lambda: _spark(sessions), chosen.name
+            )
     finally:
         for spark in sessions:
             spark.stop()
     table = Table("table", "what", "detail", title=f"{stream} restored to {chosen.name}")
     for t in done.tables:
-        detail = (f"version {t.version} ({count(t.rows)} files taken back)" if t.version is not None
-                  else f"{count(t.rows)} rows of {stream} written after the savepoint")  # fmt: skip
+        detail = (
+            f"version {t.version} ({count(t.rows)} files taken back)"
+            if t.version is not None
+            else f"{count(t.rows)} rows of {stream} written after the savepoint"
+        )
         table.add_row(t.table, t.action, detail)
     if not done.tables:
         table.add_row("-", "unchanged", "nothing was written after the savepoint")
     console.print(table)
-    console.print(f"Old checkpoint: {done.archived}. Start {stream} (its job stream_{stream}, or "
-                  f"all_streams) to recompute from batch {chosen.batch + 1}.")  # fmt: skip
+    console.print(
+        f"Old checkpoint: {done.archived}. Start {stream} (its job stream_{stream}, or "
+        f"all_streams) to recompute from batch {chosen.batch + 1}."
+    )
 
 
 def _spark(sessions: list[SparkSession]) -> SparkSession:

@@ -26,10 +26,20 @@ def state() -> None:
 
 @state.command("show", short_help="A stream's state per key: the biggest keys, or one.")
 @click.argument("stream_name", metavar="STREAM")
-@click.option("--key", "key", default=None, help="Show only this key (as shown in the table; "
-              'a composite key as its JSON, e.g. \'{"user_id":"u1","activity":"a"}\').')  # fmt: skip
-@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
-              help="Show the N biggest keys.")  # fmt: skip
+@click.option(
+    "--key",
+    "key",
+    default=None,
+    help="Show only this key (as shown in the table; "
+    'a composite key as its JSON, e.g. \'{"user_id":"u1","activity":"a"}\').',
+)
+@click.option(
+    "--top",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Show the N biggest keys.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for scripts).")
 @friendly_errors
 def show(stream_name: str, key: str | None, top: int, as_json: bool) -> None:
@@ -53,8 +63,10 @@ def show(stream_name: str, key: str | None, top: int, as_json: bool) -> None:
     except KeyError as error:  # names the declared streams
         raise click.ClickException(str(error.args[0])) from None
     if not isinstance(stream, StatefulStream):
-        raise click.ClickException(f"{stream.name} is a bronze stream: it keeps no state (its "
-                                   f"table holds what it parsed). Read {stream.table} instead.")  # fmt: skip
+        raise click.ClickException(
+            f"{stream.name} is a bronze stream: it keeps no state (its "
+            f"table holds what it parsed). Read {stream.table} instead."
+        )
     checkpoint = Lakehouse(settings.lakehouse_dir).checkpoint(stream.name)
     committed_batch(checkpoint, stream.name)  # never ran, nothing committed: say so without a JVM
     owned = SparkSession.getActiveSession() is None  # never stop a session this did not start
@@ -83,5 +95,7 @@ def print_report(report: StateReport, key: str | None) -> None:
     console.print(table)
     if key is None:
         keys = keys_text(report.totals.keys)
-        console.print(f"{len(report.shown)} biggest of {keys} shown (--top N for more, "
-                      "--key K for one, --json for all fields).")  # fmt: skip
+        console.print(
+            f"{len(report.shown)} biggest of {keys} shown (--top N for more, "
+            "--key K for one, --json for all fields)."
+        )

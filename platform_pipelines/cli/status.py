@@ -29,8 +29,16 @@ def row(health: StreamHealth, now: float) -> list[str]:
     rate = f"{metrics['rows_per_second']:,.1f}" if "rows_per_second" in metrics else "-"
     state = count(metrics["state_rows"]) if "state_rows" in metrics else "-"
     checkpoint = size(health.checkpoint.total_bytes) if health.checkpoint.exists else "-"
-    return [health.stream.name, health.run.status.replace("_", " "), age, rate, lag_text(health),
-            state, checkpoint, f"[{STYLE[status]}]{status}[/]"]  # fmt: skip
+    return [
+        health.stream.name,
+        health.run.status.replace("_", " "),
+        age,
+        rate,
+        lag_text(health),
+        state,
+        checkpoint,
+        f"[{STYLE[status]}]{status}[/]",
+    ]
 
 
 @click.command(short_help="Every stream's health in one table (no JVM).")
@@ -55,14 +63,25 @@ def status(all_checks: bool, strict: bool) -> None:
     )
     with console.status("Reading progress, checkpoints and the broker's offsets..."):
         results = evaluate_all(
-            list(load_registry(settings)), Lakehouse(settings.lakehouse_dir),
+            list(load_registry(settings)),
+            Lakehouse(settings.lakehouse_dir),
             ProgressStore(settings.progress_dir),
             lambda stream, records: run_state_from_records(records),
-            settings.bootstrap_servers(), config=config,
-        )  # fmt: skip
+            settings.bootstrap_servers(),
+            config=config,
+        )
     now = time.time()
-    table = Table("stream", "run", "last batch", "rows/s", "lag", "state rows", "checkpoint",
-                  "health", title="Streams")  # fmt: skip
+    table = Table(
+        "stream",
+        "run",
+        "last batch",
+        "rows/s",
+        "lag",
+        "state rows",
+        "checkpoint",
+        "health",
+        title="Streams",
+    )
     for health in results:
         table.add_row(*row(health, now))
     console.print(table)
@@ -72,7 +91,8 @@ def status(all_checks: bool, strict: bool) -> None:
                 style = STYLE[verdict.status.value]
                 console.print(f"[{style}]{health.stream.name}[/] {verdict.line()}", soft_wrap=True)
     failing = sum(1 for h in results if h.status.value == "fail")
-    console.print(f"{len(results)} streams, {failing} failing a check "
-                  f"(progress: {settings.progress_dir})")  # fmt: skip
+    console.print(
+        f"{len(results)} streams, {failing} failing a check (progress: {settings.progress_dir})"
+    )
     if strict and failing:
         raise SystemExit(1)

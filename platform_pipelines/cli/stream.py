@@ -46,16 +46,21 @@ def reset_watermark_cmd(name: str, force: bool, no_run: bool) -> None:
             done = reset_watermark(spark, lake, target, force=force)
         table = Table("what", "value", title=f"Reset of {name}")
         table.add_row("old checkpoint", str(done.archived))
-        table.add_row("replayed from", f"batch {done.first_batch} (upstream version "
-                      f"{done.starting_version})")  # fmt: skip
+        table.add_row(
+            "replayed from", f"batch {done.first_batch} (upstream version {done.starting_version})"
+        )
         table.add_row("late rows returned to the stream", count(done.late_rows_returned))
         console.print(table)
         if no_run:
             console.print(f"Start the stream to replay (its job stream_{name}, or all_streams).")
             return
         with console.status(f"Replaying {name} (catch-up)..."):
-            run_streams(StreamContext(spark, lake, settings.bootstrap_servers()), [target],
-                        RunOptions(mode="catch_up"), lambda *_: None)  # fmt: skip
+            run_streams(
+                StreamContext(spark, lake, settings.bootstrap_servers()),
+                [target],
+                RunOptions(mode="catch_up"),
+                lambda *_: None,
+            )
         console.print(f"{name} caught up on its new checkpoint; start it as usual.")
     finally:
         spark.stop()

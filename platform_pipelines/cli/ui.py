@@ -15,8 +15,18 @@ from platform_pipelines.settings import REPO_ROOT, get_settings
 
 def dagster_dev_command(host: str, port: int) -> list[str]:
     """`dagster dev` (webserver + daemon + code server) on this project's code location."""
-    return [sys.executable, "-m", "dagster", "dev", "-m", "platform_pipelines.definitions",
-            "--host", host, "--port", str(port)]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "platform_pipelines.definitions",
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
 
 
 def port_free(host: str, port: int) -> bool:

@@ -37,12 +37,15 @@ def _suggest(value: object, lower: bool) -> str:
     return suggestion if suggestion[0].isalpha() else f"s_{suggestion}"[:63]
 
 
-def _problem(field: str, value: object, pattern: re.Pattern[str], what: str, rule: str,
-             lower: bool) -> str | None:  # fmt: skip
+def _problem(
+    field: str, value: object, pattern: re.Pattern[str], what: str, rule: str, lower: bool
+) -> str | None:
     if isinstance(value, str) and pattern.match(value):
         return None
-    return (f"{field}: {str(value)[:80]!r} is not a valid {what}; use {rule} "
-            f"(e.g. {_suggest(value, lower)!r}).")  # fmt: skip
+    return (
+        f"{field}: {str(value)[:80]!r} is not a valid {what}; use {rule} "
+        f"(e.g. {_suggest(value, lower)!r})."
+    )
 
 
 def name_problem(field: str, value: object) -> str | None:
@@ -55,8 +58,10 @@ def name_problem(field: str, value: object) -> str | None:
 
 def column_problem(field: str, value: object) -> str | None:
     """Why ``value`` may not name a column that SQL refers to (None when it may)."""
-    rule = ("letters, digits and underscores, starting with a letter or underscore, at most 128 "
-            "characters")  # fmt: skip
+    rule = (
+        "letters, digits and underscores, starting with a letter or underscore, at most 128 "
+        "characters"
+    )
     return _problem(field, value, COLUMN, "column name", rule, lower=False)
 
 

@@ -46,8 +46,11 @@ class ProgressStore:
         """Every stream with recorded progress."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name[: -len(".jsonl")] for p in self.root.glob("*.jsonl")
-                      if not p.name.endswith(".1.jsonl"))  # fmt: skip
+        return sorted(
+            p.name[: -len(".jsonl")]
+            for p in self.root.glob("*.jsonl")
+            if not p.name.endswith(".1.jsonl")
+        )
 
     def recent(self, stream: str, limit: int = 50) -> list[ProgressRecord]:
         """The newest ``limit`` records of ``stream``, oldest first (empty if it never ran)."""

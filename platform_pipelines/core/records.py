@@ -51,8 +51,9 @@ class ProgressRecord:
     counts: Mapping[str, int] | None = None
 
     def to_json(self) -> str:
-        return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, "", 0)},
-                          separators=(",", ":"))  # fmt: skip
+        return json.dumps(
+            {k: v for k, v in asdict(self).items() if v not in (None, "", 0)}, separators=(",", ":")
+        )
 
     @classmethod
     def from_json(cls, line: str) -> ProgressRecord:

@@ -137,8 +137,9 @@ def decode_part(part: Part) -> tuple[Any, int]:
     return value, utf8_len(part.value_json)
 
 
-def assemble(key: str, parts: Iterable[Part], timers_ms: Iterable[int],
-             names: Sequence[str]) -> KeyState:  # fmt: skip
+def assemble(
+    key: str, parts: Iterable[Part], timers_ms: Iterable[int], names: Sequence[str]
+) -> KeyState:
     """One key's state from the reader's rows. ``names`` are every part the stream's state may
     hold: with one, the value is that part's value; with several, ``{name: value}`` of those the
     key has (a user without an open session has no ``session``)."""
@@ -185,14 +186,18 @@ def title(report: StateReport) -> str:
     totals = report.totals
     timers = TIME_MODES.get(report.time_mode or "")
     tail = f"; {timers} timers" if timers else ""
-    return (f"{report.stream} at batch {report.batch_id}: {keys_text(totals.keys)}, "
-            f"{size(totals.total_bytes)} (biggest {size(totals.biggest_key_bytes)}){tail}")  # fmt: skip
+    return (
+        f"{report.stream} at batch {report.batch_id}: {keys_text(totals.keys)}, "
+        f"{size(totals.total_bytes)} (biggest {size(totals.biggest_key_bytes)}){tail}"
+    )
 
 
 def table_rows(report: StateReport, width: int = 160) -> list[list[str]]:
     """The rows of the shown keys: key, bytes, timers, value."""
-    return [[s.key, f"{s.bytes:,}", timers_text(s.timers_ms), value_text(s.value, width)]
-            for s in report.shown]  # fmt: skip
+    return [
+        [s.key, f"{s.bytes:,}", timers_text(s.timers_ms), value_text(s.value, width)]
+        for s in report.shown
+    ]
 
 
 def report_json(report: StateReport) -> dict[str, Any]:
@@ -206,15 +211,22 @@ def report_json(report: StateReport) -> dict[str, Any]:
         "total_bytes": report.totals.total_bytes,
         "biggest_key_bytes": report.totals.biggest_key_bytes,
         "shown": [
-            {"key": s.key, "bytes": s.bytes, "timers_ms": list(s.timers_ms),
-             "timers": [iso(from_ms(ms)) for ms in s.timers_ms], "value": s.value}
+            {
+                "key": s.key,
+                "bytes": s.bytes,
+                "timers_ms": list(s.timers_ms),
+                "timers": [iso(from_ms(ms)) for ms in s.timers_ms],
+                "value": s.value,
+            }
             for s in report.shown
         ],
-    }  # fmt: skip
+    }
 
 
 def missing_key_text(report: StateReport, key: str) -> str:
     """What to tell someone who asked for a key the state does not hold."""
-    return (f"{report.stream} holds no state for key {key!r} at batch {report.batch_id} "
-            f"({keys_text(report.totals.keys)}): it never had state, or its state was removed "
-            "(a closed session, an expired timer). Leave out --key to see the biggest keys.")  # fmt: skip
+    return (
+        f"{report.stream} holds no state for key {key!r} at batch {report.batch_id} "
+        f"({keys_text(report.totals.keys)}): it never had state, or its state was removed "
+        "(a closed session, an expired timer). Leave out --key to see the biggest keys."
+    )

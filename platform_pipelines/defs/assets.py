@@ -42,8 +42,9 @@ def topic_spec(topic: str, description: str) -> dg.AssetSpec:
     )
 
 
-def table_spec(table: str, schema: StructType, writers: list[Stream],
-               lakehouse: Lakehouse) -> dg.AssetSpec:  # fmt: skip
+def table_spec(
+    table: str, schema: StructType, writers: list[Stream], lakehouse: Lakehouse
+) -> dg.AssetSpec:
     """The asset of one Delta table; a table several streams write (quarantine) lists them all."""
     main = writers[0]
     shared = table in SHARED_DESCRIPTIONS

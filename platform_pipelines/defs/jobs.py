@@ -41,10 +41,15 @@ from platform_pipelines.streams.query import StreamContext
 
 STREAM_TAG = "platform/stream"
 FAILURE_TAG = "platform/failure"  # on a run's failure metadata: what kind (see health.restart)
-_FAILURES = {CheckpointBusyError: "checkpoint_busy", CheckpointDamagedError: "checkpoint_damaged",
-             StreamFailedError: "stream_failed", DeclarationChanged: "declaration_changed",
-             LockNotConfiguredError: "invalid_config", LockDatabaseError: "lock_database",
-             LockLostError: "lock_lost"}  # fmt: skip
+_FAILURES = {
+    CheckpointBusyError: "checkpoint_busy",
+    CheckpointDamagedError: "checkpoint_damaged",
+    StreamFailedError: "stream_failed",
+    DeclarationChanged: "declaration_changed",
+    LockNotConfiguredError: "invalid_config",
+    LockDatabaseError: "lock_database",
+    LockLostError: "lock_lost",
+}
 
 
 class ProgressLog:
@@ -69,8 +74,12 @@ class ProgressLog:
         return self._rows.get(name, 0)
 
 
-def _materialize(context: dg.OpExecutionContext, streams: Sequence[Stream], what: str,
-                 log: ProgressLog | None = None) -> None:  # fmt: skip
+def _materialize(
+    context: dg.OpExecutionContext,
+    streams: Sequence[Stream],
+    what: str,
+    log: ProgressLog | None = None,
+) -> None:
     """A materialization of each stream's table, naming this run; the health sensor reports the
     checks after it, so the Checks tab always shows results newer than the table's state."""
     for stream in streams:
@@ -82,18 +91,24 @@ def _materialize(context: dg.OpExecutionContext, streams: Sequence[Stream], what
         if log is not None:
             metadata["rows_read_in_run"] = dg.MetadataValue.int(log.rows(stream.name))
             metadata["batches_in_run"] = dg.MetadataValue.int(log.batches.get(stream.name, 0))
-        context.log_event(dg.AssetMaterialization(
-            asset_key=asset_key(stream), metadata=metadata,
-            description=f"Stream {stream.name} {what} in run {context.run_id[:8]} of {context.job_name}",
-        ))  # fmt: skip
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key=asset_key(stream),
+                metadata=metadata,
+                description=f"Stream {stream.name} {what} in run {context.run_id[:8]} of {context.job_name}",
+            )
+        )
 
 
 def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
     """The op that runs ``streams`` in one SparkSession until done, failed or stopped."""
     names = ", ".join(s.name for s in streams)
 
-    @dg.op(name=f"run_{name}", description=f"Starts and babysits the streaming queries: {names}.",
-           tags={STREAM_TAG: name})  # fmt: skip
+    @dg.op(
+        name=f"run_{name}",
+        description=f"Starts and babysits the streaming queries: {names}.",
+        tags={STREAM_TAG: name},
+    )
     def run_op(
         context: dg.OpExecutionContext,
         config: StreamRunConfig,
@@ -108,9 +123,10 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         log = ProgressLog(context, config.progress_log_interval_seconds)
         options = {s.name: config.run_options(s) for s in chosen}
         recorder = ProgressRecorder(
-            ProgressStore(get_settings().progress_dir), run_id=context.run_id,
+            ProgressStore(get_settings().progress_dir),
+            run_id=context.run_id,
             trigger_seconds={n: trigger_seconds(o) for n, o in options.items()},
-        )  # fmt: skip
+        )
         try:
             with CheckpointLocks(checkpoints, owner) as locks:
                 session = spark.get_session()  # installs PySpark's own SIGINT handler...
@@ -130,9 +146,17 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
 
                     _materialize(context, chosen, "started")
                     try:
-                        run_streams(ctx, chosen, options, log.on_progress,
-                                    on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
-                                    recorder=recorder, stop=stop, lock=False, watch=watch)  # fmt: skip
+                        run_streams(
+                            ctx,
+                            chosen,
+                            options,
+                            log.on_progress,
+                            on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
+                            recorder=recorder,
+                            stop=stop,
+                            lock=False,
+                            watch=watch,
+                        )
                     except GracefulStop as done:
                         # While signals are still only recorded: the run process forwards a
                         # Ctrl-C as a second SIGINT, which may arrive only now.
@@ -141,11 +165,18 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         except GracefulStop:
             _materialize(context, chosen, "stopped", log)
             return
-        except (StreamFailedError, CheckpointDamagedError, CheckpointBusyError,
-                DeclarationChanged, LockDatabaseError, LockLostError) as error:  # fmt: skip
+        except (
+            StreamFailedError,
+            CheckpointDamagedError,
+            CheckpointBusyError,
+            DeclarationChanged,
+            LockDatabaseError,
+            LockLostError,
+        ) as error:
             kind = _FAILURES[type(error)]
-            raise dg.Failure(description=str(error),
-                             metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}) from None  # fmt: skip
+            raise dg.Failure(
+                description=str(error), metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}
+            ) from None
         _materialize(context, chosen, "finished", log)
         summary = ", ".join(
             f"{name} {n} batch{'es' if n != 1 else ''}" for name, n in log.batches.items()
@@ -159,8 +190,9 @@ def _chosen(config: StreamRunConfig, streams: Sequence[Stream]) -> list[Stream]:
     try:
         return config.selected(streams)
     except ValueError as error:
-        raise dg.Failure(description=str(error),
-                         metadata={FAILURE_TAG: dg.MetadataValue.text("invalid_config")}) from None  # fmt: skip
+        raise dg.Failure(
+            description=str(error), metadata={FAILURE_TAG: dg.MetadataValue.text("invalid_config")}
+        ) from None
 
 
 def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:

@@ -43,9 +43,11 @@ from platform_pipelines.streams.declare import Stream
 
 KIND_TAG = "platform/kind"
 FILES_SENSOR_SECONDS = 600
-CHECK_DESCRIPTION = ("The table is cheap to read: not thousands of small files (live files and "
-                     "their average size, from the Delta log); names the maintenance job when it "
-                     "is not.")  # fmt: skip
+CHECK_DESCRIPTION = (
+    "The table is cheap to read: not thousands of small files (live files and "
+    "their average size, from the Delta log); names the maintenance job when it "
+    "is not."
+)
 
 
 class TableMaintenanceConfig(dg.Config):
@@ -77,14 +79,19 @@ class TableMaintenanceConfig(dg.Config):
         return hours
 
     def options(self) -> MaintenanceOptions:
-        return MaintenanceOptions(retention=timedelta(hours=self.retention_hours),
-                                  compact=self.compact, dry_run=self.dry_run)  # fmt: skip
+        return MaintenanceOptions(
+            retention=timedelta(hours=self.retention_hours),
+            compact=self.compact,
+            dry_run=self.dry_run,
+        )
 
     def selected(self, tables: Sequence[str]) -> list[str]:
         unknown = sorted(set(self.tables) - set(tables))
         if unknown:
-            raise ValueError(f"tables: {', '.join(map(repr, unknown))} is not maintained by this "
-                             f"job; use some of: {', '.join(tables)}.")  # fmt: skip
+            raise ValueError(
+                f"tables: {', '.join(map(repr, unknown))} is not maintained by this "
+                f"job; use some of: {', '.join(tables)}."
+            )
         return [t for t in tables if not self.tables or t in self.tables]
 
 
@@ -105,19 +112,26 @@ def _observation(result: MaintenanceResult) -> dg.AssetObservation:
     metadata["seconds"] = dg.MetadataValue.float(round(result.seconds, 2))
     metadata["retention_reason"] = dg.MetadataValue.text(result.retention.reason)
     metadata["dry_run"] = dg.MetadataValue.bool(result.dry_run)
-    return dg.AssetObservation(asset_key=result.table, metadata=metadata,
-                               description=result.line())  # fmt: skip
+    return dg.AssetObservation(asset_key=result.table, metadata=metadata, description=result.line())
 
 
-def make_maintenance_job(layer: str, tables: dict[str, str], streams: Sequence[Stream],
-                         assets: set[str]) -> dg.JobDefinition:  # fmt: skip
+def make_maintenance_job(
+    layer: str, tables: dict[str, str], streams: Sequence[Stream], assets: set[str]
+) -> dg.JobDefinition:
     """The job maintaining ``tables`` (``table -> layer``), one op in one JVM."""
     names = list(tables)
 
-    @dg.op(name=f"maintain_{layer}_tables", tags={KIND_TAG: "maintenance"},
-           description=f"Compacts, then vacuums keeping what streams still read: {', '.join(names)}.")  # fmt: skip
-    def maintain_op(context: dg.OpExecutionContext, config: TableMaintenanceConfig,
-                    spark: SparkStreamingResource, lakehouse: LakehouseResource) -> None:  # fmt: skip
+    @dg.op(
+        name=f"maintain_{layer}_tables",
+        tags={KIND_TAG: "maintenance"},
+        description=f"Compacts, then vacuums keeping what streams still read: {', '.join(names)}.",
+    )
+    def maintain_op(
+        context: dg.OpExecutionContext,
+        config: TableMaintenanceConfig,
+        spark: SparkStreamingResource,
+        lakehouse: LakehouseResource,
+    ) -> None:
         try:
             chosen = config.selected(names)
         except ValueError as error:
@@ -139,10 +153,13 @@ def make_maintenance_job(layer: str, tables: dict[str, str], streams: Sequence[S
         if problems:
             raise dg.Failure(description=f"Not maintained: {' '.join(problems)}")
 
-    @dg.job(name=maintenance_job(layer), tags={KIND_TAG: "maintenance"},
-            description=f"Compacts the small files of the {layer} tables ({', '.join(names)}), "
-            "then vacuums the replaced ones, never one a stream may still read. Streams keep "
-            "running meanwhile.")  # fmt: skip
+    @dg.job(
+        name=maintenance_job(layer),
+        tags={KIND_TAG: "maintenance"},
+        description=f"Compacts the small files of the {layer} tables ({', '.join(names)}), "
+        "then vacuums the replaced ones, never one a stream may still read. Streams keep "
+        "running meanwhile.",
+    )
     def maintenance() -> None:
         maintain_op()
 
@@ -158,8 +175,10 @@ def _grouped(layers: dict[str, str]) -> dict[str, dict[str, str]]:
     return dict(sorted(jobs.items(), key=lambda job: (rank.get(job[0], 3), job[0])))
 
 
-def maintenance_definitions(streams: Iterable[Stream], settings: PlatformSettings,
-                            ) -> dg.Definitions:  # fmt: skip
+def maintenance_definitions(
+    streams: Iterable[Stream],
+    settings: PlatformSettings,
+) -> dg.Definitions:
     """A maintenance job and daily schedule per layer, and ``files_healthy`` on every table."""
     streams = list(streams)
     lake, layers = Lakehouse(settings.lakehouse_dir), table_layers(streams)
@@ -170,28 +189,45 @@ def maintenance_definitions(streams: Iterable[Stream], settings: PlatformSetting
     for i, (layer, tables) in enumerate(_grouped(layers).items()):
         job = make_maintenance_job(layer, tables, streams, assets)
         jobs.append(job)
-        schedules.append(dg.ScheduleDefinition(
-            name=f"{job.name}_schedule", job=job, execution_timezone="UTC",
-            cron_schedule=f"{20 * i % 60} {3 + 20 * i // 60} * * *",
-            default_status=dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED,
-            description=f"Daily at {3 + 20 * i // 60:02d}:{20 * i % 60:02d} UTC: {job.name} with its defaults.",
-        ))  # fmt: skip
-    specs = [dg.AssetCheckSpec(FILES_HEALTHY, asset=t, description=CHECK_DESCRIPTION)
-             for t in layers if t in assets]  # fmt: skip
+        schedules.append(
+            dg.ScheduleDefinition(
+                name=f"{job.name}_schedule",
+                job=job,
+                execution_timezone="UTC",
+                cron_schedule=f"{20 * i % 60} {3 + 20 * i // 60} * * *",
+                default_status=dg.DefaultScheduleStatus.RUNNING
+                if running
+                else dg.DefaultScheduleStatus.STOPPED,
+                description=f"Daily at {3 + 20 * i // 60:02d}:{20 * i % 60:02d} UTC: {job.name} with its defaults.",
+            )
+        )
+    specs = [
+        dg.AssetCheckSpec(FILES_HEALTHY, asset=t, description=CHECK_DESCRIPTION)
+        for t in layers
+        if t in assets
+    ]
 
-    @dg.multi_asset_check(name="table_files_checks", specs=specs, can_subset=True,
-                          description="Every table's live files and their average size, from "
-                          "its Delta log (no JVM): many small files make every read slow.")  # fmt: skip
-    def table_files_checks(context: dg.AssetCheckExecutionContext,
-                           ) -> Iterable[dg.AssetCheckResult]:  # fmt: skip
+    @dg.multi_asset_check(
+        name="table_files_checks",
+        specs=specs,
+        can_subset=True,
+        description="Every table's live files and their average size, from "
+        "its Delta log (no JVM): many small files make every read slow.",
+    )
+    def table_files_checks(
+        context: dg.AssetCheckExecutionContext,
+    ) -> Iterable[dg.AssetCheckResult]:
         for key in sorted(context.selected_asset_check_keys, key=lambda k: k.to_user_string()):
             table = key.asset_key.to_user_string()
             yield check_result(table, files_verdict(lake, table, layers[table]))
 
-    @dg.sensor(name="table_files_sensor", minimum_interval_seconds=FILES_SENSOR_SECONDS,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Every 10 minutes, each table's files_healthy from its Delta log (no "
-               "JVM): reported when its status changes, and hourly so the numbers are plotted.")  # fmt: skip
+    @dg.sensor(
+        name="table_files_sensor",
+        minimum_interval_seconds=FILES_SENSOR_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Every 10 minutes, each table's files_healthy from its Delta log (no "
+        "JVM): reported when its status changes, and hourly so the numbers are plotted.",
+    )
     def table_files_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         reported, now = Reported.from_json(json.loads(context.cursor or "{}")), time.time()
         events = []
@@ -202,5 +238,9 @@ def maintenance_definitions(streams: Iterable[Stream], settings: PlatformSetting
                 events.append(check_evaluation(table, verdict))
         return dg.SensorResult(asset_events=events, cursor=json.dumps(reported.to_json()))
 
-    return dg.Definitions(jobs=jobs, schedules=schedules, asset_checks=[table_files_checks],
-                          sensors=[table_files_sensor])  # fmt: skip
+    return dg.Definitions(
+        jobs=jobs,
+        schedules=schedules,
+        asset_checks=[table_files_checks],
+        sensors=[table_files_sensor],
+    )

@@ -85,22 +85,33 @@ def reprocess_definitions(streams: Sequence[Stream]) -> dg.Definitions:
     ) -> None:
         lake = lakehouse.lakehouse()
         if config.stream not in registry:
-            raise dg.Failure(f"stream: {config.stream!r} is not declared; use one of: "
-                             f"{', '.join(registry.names())}.")  # fmt: skip
+            raise dg.Failure(
+                f"stream: {config.stream!r} is not declared; use one of: "
+                f"{', '.join(registry.names())}."
+            )
         try:
             if config.switch_only:
                 plan = load_plan(lake, config.switch_only)
             else:
                 when = _instant(config.timestamp)
-                plan = plan_reprocess(registry, config.stream, config.start.value,
-                                      config.downstream.value, when)  # fmt: skip
-            context.log.info(f"Rebuild {plan.rebuild_id}: {', '.join(plan.streams)} from "
-                             f"{plan.start}; told: {', '.join(plan.told) or 'none'}")  # fmt: skip
+                plan = plan_reprocess(
+                    registry, config.stream, config.start.value, config.downstream.value, when
+                )
+            context.log.info(
+                f"Rebuild {plan.rebuild_id}: {', '.join(plan.streams)} from "
+                f"{plan.start}; told: {', '.join(plan.told) or 'none'}"
+            )
             session = spark.get_session()
             rows: dict[str, int] = {}
             if not config.switch_only:
-                rows = rebuild(session, lake, kafka.servers(), registry, plan,
-                               lambda s: context.log.info(f"Rebuilding {s}")).rows  # fmt: skip
+                rows = rebuild(
+                    session,
+                    lake,
+                    kafka.servers(),
+                    registry,
+                    plan,
+                    lambda s: context.log.info(f"Rebuilding {s}"),
+                ).rows
             switched = switch(session, lake, registry, plan)
         except (ReprocessRefused, CheckpointBusyError) as error:
             hint = ""
@@ -109,18 +120,22 @@ def reprocess_definitions(streams: Sequence[Stream]) -> dg.Definitions:
             raise dg.Failure(description=f"{error}{hint}") from None
         for name in plan.streams:
             table = registry.get(name).table
-            context.log_event(dg.AssetMaterialization(
-                asset_key=table,
-                description=f"Rebuilt by reprocess {plan.rebuild_id} (from {plan.start}).",
-                metadata={
-                    "rows": dg.MetadataValue.int(rows.get(name, 0)),
-                    "generation": dg.MetadataValue.text(switched.tables[table]),
-                    "table_path": dg.MetadataValue.path(str(lake.table(table))),
-                },
-            ))  # fmt: skip
+            context.log_event(
+                dg.AssetMaterialization(
+                    asset_key=table,
+                    description=f"Rebuilt by reprocess {plan.rebuild_id} (from {plan.start}).",
+                    metadata={
+                        "rows": dg.MetadataValue.int(rows.get(name, 0)),
+                        "generation": dg.MetadataValue.text(switched.tables[table]),
+                        "table_path": dg.MetadataValue.path(str(lake.table(table))),
+                    },
+                )
+            )
         for reader in plan.told:
-            context.log.warning(f"{reader} reads a rebuilt table: its next start is refused until "
-                                "it is reprocessed.")  # fmt: skip
+            context.log.warning(
+                f"{reader} reads a rebuilt table: its next start is refused until "
+                "it is reprocessed."
+            )
 
     @dg.job(
         name=REPROCESS_JOB,

@@ -75,57 +75,86 @@ def savepoint_definitions(streams: Sequence[Stream], settings: PlatformSettings)
     names = ", ".join(s.name for s in streams)
     kept = f"Savepoints are kept in {settings.lakehouse_dir / 'savepoints'}/<stream>/<name>/."
 
-    @dg.op(name="create_savepoint", tags={SAVEPOINT_TAG: "create"},
-           description="Copies the stream's checkpoint (up to its last committed batch) and records "
-           f"the Delta version of every table it writes. The stream must be stopped. Streams: {names}. {kept}")  # fmt: skip
-    def create_op(context: dg.OpExecutionContext, config: SavepointCreateConfig,
-                  lakehouse: LakehouseResource) -> None:  # fmt: skip
+    @dg.op(
+        name="create_savepoint",
+        tags={SAVEPOINT_TAG: "create"},
+        description="Copies the stream's checkpoint (up to its last committed batch) and records "
+        f"the Delta version of every table it writes. The stream must be stopped. Streams: {names}. {kept}",
+    )
+    def create_op(
+        context: dg.OpExecutionContext, config: SavepointCreateConfig, lakehouse: LakehouseResource
+    ) -> None:
         stream = _declared(streams, config.stream)
         try:
             saved = create_savepoint(lakehouse.lakehouse(), stream, config.name or None)
         except SavepointRefused as refused:
             raise dg.Failure(description=str(refused)) from None
         context.log.info(f"Savepoint {saved.name} of {stream.name}: after batch {saved.batch}.")
-        context.log_event(dg.AssetObservation(
-            asset_key=asset_key(stream), metadata=_numbers(saved),
-            description=f"Savepoint {saved.name} taken after batch {saved.batch}",
-        ))  # fmt: skip
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=asset_key(stream),
+                metadata=_numbers(saved),
+                description=f"Savepoint {saved.name} taken after batch {saved.batch}",
+            )
+        )
 
-    @dg.op(name="restore_savepoint", tags={SAVEPOINT_TAG: "restore"},
-           description="Puts the stream back to a savepoint: its checkpoint replaced (the current one "
-           "archived), its own tables rolled back with Delta RESTORE, its later rows deleted from "
-           "the shared tables. The stream must be stopped; refused when another stream reads its "
-           "tables or a version was vacuumed.")  # fmt: skip
-    def restore_op(context: dg.OpExecutionContext, config: SavepointRestoreConfig,
-                   lakehouse: LakehouseResource, spark: SparkStreamingResource) -> None:  # fmt: skip
+    @dg.op(
+        name="restore_savepoint",
+        tags={SAVEPOINT_TAG: "restore"},
+        description="Puts the stream back to a savepoint: its checkpoint replaced (the current one "
+        "archived), its own tables rolled back with Delta RESTORE, its later rows deleted from "
+        "the shared tables. The stream must be stopped; refused when another stream reads its "
+        "tables or a version was vacuumed.",
+    )
+    def restore_op(
+        context: dg.OpExecutionContext,
+        config: SavepointRestoreConfig,
+        lakehouse: LakehouseResource,
+        spark: SparkStreamingResource,
+    ) -> None:
         stream = _declared(streams, config.stream)
         try:
-            done = restore_savepoint(lakehouse.lakehouse(), stream, streams, spark.get_session,
-                                     config.name or None)  # fmt: skip
+            done = restore_savepoint(
+                lakehouse.lakehouse(), stream, streams, spark.get_session, config.name or None
+            )
         except SavepointRefused as refused:
             raise dg.Failure(description=str(refused)) from None
         manifest = done.manifest
         for t in done.tables:
-            context.log.info(f"{t.table}: {t.action}" + (f" to version {t.version}"
-                             if t.version is not None else f" ({t.rows} rows)"))  # fmt: skip
-        metadata = {**_numbers(manifest), "archived_checkpoint": dg.MetadataValue.path(
-            str(done.archived)), "run": dg.MetadataValue.dagster_run(context.run_id)}  # fmt: skip
-        context.log_event(dg.AssetMaterialization(
-            asset_key=asset_key(stream), metadata=metadata,
-            description=f"Restored to savepoint {manifest.name} (after batch {manifest.batch}); "
-            f"the next run recomputes from batch {manifest.batch + 1}",
-        ))  # fmt: skip
+            context.log.info(
+                f"{t.table}: {t.action}"
+                + (f" to version {t.version}" if t.version is not None else f" ({t.rows} rows)")
+            )
+        metadata = {
+            **_numbers(manifest),
+            "archived_checkpoint": dg.MetadataValue.path(str(done.archived)),
+            "run": dg.MetadataValue.dagster_run(context.run_id),
+        }
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key=asset_key(stream),
+                metadata=metadata,
+                description=f"Restored to savepoint {manifest.name} (after batch {manifest.batch}); "
+                f"the next run recomputes from batch {manifest.batch + 1}",
+            )
+        )
 
-    @dg.job(name="savepoint_create", tags={SAVEPOINT_TAG: "create"},
-            description="Takes a savepoint of one stopped stream (config: stream, name), e.g. "
-            "before a risky deploy; `platform savepoint create` does the same.")  # fmt: skip
+    @dg.job(
+        name="savepoint_create",
+        tags={SAVEPOINT_TAG: "create"},
+        description="Takes a savepoint of one stopped stream (config: stream, name), e.g. "
+        "before a risky deploy; `platform savepoint create` does the same.",
+    )
     def create_job() -> None:
         create_op()
 
-    @dg.job(name="savepoint_restore", tags={SAVEPOINT_TAG: "restore"},
-            description="Puts one stopped stream back to a savepoint (config: stream, name); start "
-            "the stream afterwards to recompute what came after; `platform savepoint restore` "
-            "does the same.")  # fmt: skip
+    @dg.job(
+        name="savepoint_restore",
+        tags={SAVEPOINT_TAG: "restore"},
+        description="Puts one stopped stream back to a savepoint (config: stream, name); start "
+        "the stream afterwards to recompute what came after; `platform savepoint restore` "
+        "does the same.",
+    )
     def restore_job() -> None:
         restore_op()
 

@@ -104,17 +104,22 @@ def state_definitions(streams: Sequence[Stream], settings: PlatformSettings) -> 
         },
         tags={"platform/kind": "state"},
     )
-    def state_snapshots(context: dg.AssetExecutionContext, config: StateSnapshotConfig,
-                        spark: SparkStreamingResource,
-                        lakehouse: LakehouseResource) -> dg.MaterializeResult:  # fmt: skip
+    def state_snapshots(
+        context: dg.AssetExecutionContext,
+        config: StateSnapshotConfig,
+        spark: SparkStreamingResource,
+        lakehouse: LakehouseResource,
+    ) -> dg.MaterializeResult:
         """What each stateful stream's state holds, per key, read from its checkpoint (the latest
         committed batch; running streams too): stream, snapshot time, batch id, key, the decoded
         value as JSON, the next timer and the key's bytes. Plots keys and bytes per snapshot."""
         try:
             chosen = config.chosen(stateful)
         except ValueError as error:
-            raise dg.Failure(description=str(error),
-                             metadata={FAILURE_TAG: dg.MetadataValue.text("invalid_config")}) from None  # fmt: skip
+            raise dg.Failure(
+                description=str(error),
+                metadata={FAILURE_TAG: dg.MetadataValue.text("invalid_config")},
+            ) from None
         lake, session, at = lakehouse.lakehouse(), spark.get_session(), datetime.now(UTC)
         reports: list[StateReport] = []
         for stream in chosen:
@@ -126,8 +131,10 @@ def state_definitions(streams: Sequence[Stream], settings: PlatformSettings) -> 
                 context.log.warning(f"{stream.name}: not snapshotted: {nothing}")
                 continue
             totals = report.totals
-            context.log.info(f"{stream.name} at batch {report.batch_id}: {totals.keys:,} keys, "
-                             f"{size(totals.total_bytes)}, biggest {size(totals.biggest_key_bytes)}")  # fmt: skip
+            context.log.info(
+                f"{stream.name} at batch {report.batch_id}: {totals.keys:,} keys, "
+                f"{size(totals.total_bytes)}, biggest {size(totals.biggest_key_bytes)}"
+            )
             reports.append(report)
         return dg.MaterializeResult(metadata=_metadata(reports, str(lake.table(SNAPSHOT_TABLE))))
 

@@ -120,8 +120,11 @@ def replication_verdict(topic: str, broker: Broker | None) -> Verdict:
     """``kafka_replication`` of ``topic``: are its partitions led and their copies in sync?"""
     if broker is not None and broker.replication is not None:
         return judge_replication(broker.replication, topic)
-    why = "no Kafka address is configured" if broker is None else (
-        broker.down if broker.end_offsets is None else broker.error)  # fmt: skip
+    why = (
+        "no Kafka address is configured"
+        if broker is None
+        else (broker.down if broker.end_offsets is None else broker.error)
+    )
     return warned(
         KAFKA_REPLICATION,
         f"replication of {topic} unknown: {why}",
@@ -142,8 +145,9 @@ def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
     return False
 
 
-def stream_lag(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts,
-               broker: Broker | None) -> Lag | None:  # fmt: skip
+def stream_lag(
+    stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts, broker: Broker | None
+) -> Lag | None:
     """How far ``stream`` is behind its input, counted outside Spark; None when not measurable
     (or the stream never ran: it has no position to be behind from)."""
     if not facts.exists:
@@ -155,9 +159,13 @@ def stream_lag(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts,
         if broker.end_offsets is None:
             return Lag(what, None, broker.down)
         if stream.topic not in broker.end_offsets:
-            return Lag(what, None, f"the Kafka broker at {broker.address} has no topic {stream.topic}",
-                       f"Create the topic {stream.topic}, or declare the stream with the topic its "
-                       "producers write to.")  # fmt: skip
+            return Lag(
+                what,
+                None,
+                f"the Kafka broker at {broker.address} has no topic {stream.topic}",
+                f"Create the topic {stream.topic}, or declare the stream with the topic its "
+                "producers write to.",
+            )
         committed = {stream.topic: kafka_committed_offsets(facts).get(stream.topic, {})}
         ends = {stream.topic: dict(broker.end_offsets.get(stream.topic, {}))}
         return Lag(what, kafka_lag(committed, ends))
@@ -193,10 +201,16 @@ def evaluate_stream(
     metrics = stream_metrics(records, lag, facts.total_bytes if facts.exists else None)
     last = done[-1] if done else None
     return StreamHealth(
-        stream, verdicts, metrics, records[-1] if records else None, facts, run, lag,
+        stream,
+        verdicts,
+        metrics,
+        records[-1] if records else None,
+        facts,
+        run,
+        lag,
         last_batch_id=int((last.progress or {}).get("batchId", -1)) if last else -1,
         last_batch_at=last.ts if last else None,
-    )  # fmt: skip
+    )
 
 
 def evaluate_all(

@@ -39,8 +39,13 @@ class FilePolicy:
 DEFAULT_FILE_POLICY = FilePolicy()
 
 
-def judge_files(table: str, files: int | None, total_bytes: int, remedy_job: str,
-                policy: FilePolicy = DEFAULT_FILE_POLICY) -> Verdict:  # fmt: skip
+def judge_files(
+    table: str,
+    files: int | None,
+    total_bytes: int,
+    remedy_job: str,
+    policy: FilePolicy = DEFAULT_FILE_POLICY,
+) -> Verdict:
     """Judge ``table``'s live files: ``files`` None means the table has no commit yet.
 
     Example:
@@ -55,8 +60,10 @@ def judge_files(table: str, files: int | None, total_bytes: int, remedy_job: str
     if files <= policy.warn_files or average >= policy.small_file_bytes:
         return passed(FILES_HEALTHY, f"{table} has {shape}", evidence)
     summary = f"{table} has {shape}: every read opens them all"
-    remedy = (f"Run the {remedy_job} job (or `platform table maintain {table}`): it compacts "
-              "them into a few large files.")  # fmt: skip
+    remedy = (
+        f"Run the {remedy_job} job (or `platform table maintain {table}`): it compacts "
+        "them into a few large files."
+    )
     if files > policy.fail_files:
         return failed(FILES_HEALTHY, summary, remedy, evidence)
     return warned(FILES_HEALTHY, summary, remedy, evidence)

@@ -40,8 +40,11 @@ def judge_late_data(
         return passed(LATE_DATA, "no batches yet")
     ids = {int(p(r).get("batchId", -1)) for r in window}
     # A batch replayed after a crash records its counts again: the newest record of a batch wins.
-    kept = {r.batch_id: r.counts for r in by_time(records)
-            if r.event == "batch" and r.batch_id in ids and r.counts}  # fmt: skip
+    kept = {
+        r.batch_id: r.counts
+        for r in by_time(records)
+        if r.event == "batch" and r.batch_id in ids and r.counts
+    }
     dropped = sum(op_sum(p(r), "numRowsDroppedByWatermark") for r in window)
     late = sum(int(c.get("rows_late", 0)) for c in kept.values()) if kept else dropped
     rows_in = sum(int(p(r).get("numInputRows") or 0) for r in window)
@@ -55,22 +58,36 @@ def judge_late_data(
     return combine(LATE_DATA, verdicts)
 
 
-def _kept(late: int, dropped: int, rows_in: int, n: int, policy: HealthPolicy, stream: str,
-          evidence: dict[str, float | int | str]) -> Verdict:  # fmt: skip
+def _kept(
+    late: int,
+    dropped: int,
+    rows_in: int,
+    n: int,
+    policy: HealthPolicy,
+    stream: str,
+    evidence: dict[str, float | int | str],
+) -> Verdict:
     table = f"the table of {stream}" if stream else "the stream's table"
     if dropped > late:
-        return failed(LATE_DATA, f"{count(dropped - late)} rows dropped by the watermark over {n} "
-                      "batches were not kept in late_events: they are lost",
-                      "Replay them from the upstream table (reprocess the stream) and report the "
-                      "stream: its writer missed rows its operator dropped.",
-                      {**evidence, "spark_dropped_rows": dropped})  # fmt: skip
+        return failed(
+            LATE_DATA,
+            f"{count(dropped - late)} rows dropped by the watermark over {n} "
+            "batches were not kept in late_events: they are lost",
+            "Replay them from the upstream table (reprocess the stream) and report the "
+            "stream: its writer missed rows its operator dropped.",
+            {**evidence, "spark_dropped_rows": dropped},
+        )
     if not late:
         return passed(LATE_DATA, f"no late rows among {count(rows_in)} over {n} batches", evidence)
     share = late / rows_in if rows_in else 1.0
-    summary = (f"{count(late)} of {count(rows_in)} rows ({share:.2%}) over {n} batches arrived after "
-               f"the watermark: they are in late_events, not in {table}")  # fmt: skip
-    remedy = ("If they are valid, the watermark is too tight for the data: raise the stream's "
-              "watermark delay, and reprocess to bring the kept rows in.")  # fmt: skip
+    summary = (
+        f"{count(late)} of {count(rows_in)} rows ({share:.2%}) over {n} batches arrived after "
+        f"the watermark: they are in late_events, not in {table}"
+    )
+    remedy = (
+        "If they are valid, the watermark is too tight for the data: raise the stream's "
+        "watermark delay, and reprocess to bring the kept rows in."
+    )
     if share > policy.late_rows_fail_fraction:
         return failed(LATE_DATA, summary, remedy, evidence)
     return warned(LATE_DATA, summary, remedy, evidence)
@@ -80,17 +97,27 @@ def _delay(delay: float, policy: HealthPolicy, stream: str) -> Verdict:
     evidence: dict[str, float | int | str] = {"watermark_delay_seconds": round(delay, 1)}
     if delay < -policy.watermark_ahead_fail_seconds:
         name = stream or "<stream>"
-        return failed(LATE_DATA, f"the watermark is {duration(-delay)} ahead of the wall clock: "
-                      "every on-time row is now late",
-                      f"Run `platform stream reset-watermark {name}`: it restarts the stream on a "
-                      "new checkpoint from where it stands, with no loss and no duplicates.",
-                      evidence)  # fmt: skip
+        return failed(
+            LATE_DATA,
+            f"the watermark is {duration(-delay)} ahead of the wall clock: "
+            "every on-time row is now late",
+            f"Run `platform stream reset-watermark {name}`: it restarts the stream on a "
+            "new checkpoint from where it stands, with no loss and no duplicates.",
+            evidence,
+        )
     if delay < 0:
-        return warned(LATE_DATA, f"the watermark is {duration(-delay)} ahead of the wall clock",
-                      "Event times are ahead of the processing clock: check the producers' clocks.",
-                      evidence)  # fmt: skip
+        return warned(
+            LATE_DATA,
+            f"the watermark is {duration(-delay)} ahead of the wall clock",
+            "Event times are ahead of the processing clock: check the producers' clocks.",
+            evidence,
+        )
     if delay > policy.watermark_delay_warn_seconds:
-        return warned(LATE_DATA, f"event time is {duration(delay)} behind the wall clock",
-                      "The stream reads old data or a source is stuck: check its lag and the "
-                      "producers' event timestamps.", evidence)  # fmt: skip
+        return warned(
+            LATE_DATA,
+            f"event time is {duration(delay)} behind the wall clock",
+            "The stream reads old data or a source is stuck: check its lag and the "
+            "producers' event timestamps.",
+            evidence,
+        )
     return passed(LATE_DATA, f"watermark {duration(delay)} behind the wall clock", evidence)

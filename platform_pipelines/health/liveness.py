@@ -56,14 +56,20 @@ def judge_liveness(
     ``trigger_seconds`` and, once there is a batch, ``last_batch_age_seconds``/``last_batch_id``.
     """
     if run.status == "failed":
-        return failed(LIVENESS, f"run failed: {run.detail}" if run.detail else "run failed",
-                      "Read the run's error, fix its cause and launch the stream again.")  # fmt: skip
+        return failed(
+            LIVENESS,
+            f"run failed: {run.detail}" if run.detail else "run failed",
+            "Read the run's error, fix its cause and launch the stream again.",
+        )
     if run.status != "running":
         return passed(LIVENESS, f"not running: {run.detail or run.status.replace('_', ' ')}")
     ordered = by_time(records)
     if not ordered:
-        return warned(LIVENESS, "the run is running but the query has recorded nothing yet",
-                      "Check the run's logs: the query may not have started.")  # fmt: skip
+        return warned(
+            LIVENESS,
+            "the run is running but the query has recorded nothing yet",
+            "Check the run's logs: the query may not have started.",
+        )
     newest = ordered[-1]
     limit = stale_after_seconds(ordered, policy)
     age = now - newest.ts
@@ -80,9 +86,13 @@ def judge_liveness(
         return _terminated(newest, age, limit, evidence)
     if age > limit:
         if cause:
-            return failed(LIVENESS, f"no progress for {duration(age)}: {cause}",
-                          "Bring the broker back (or point the stream at one that runs); the "
-                          "query resumes from its checkpoint.", evidence)  # fmt: skip
+            return failed(
+                LIVENESS,
+                f"no progress for {duration(age)}: {cause}",
+                "Bring the broker back (or point the stream at one that runs); the "
+                "query resumes from its checkpoint.",
+                evidence,
+            )
         return failed(
             LIVENESS,
             f"no progress for {duration(age)} (trigger every {duration(newest.trigger_seconds)})",
@@ -94,17 +104,25 @@ def judge_liveness(
     return passed(LIVENESS, f"running, no batch yet ({newest.event} {duration(age)} ago)", evidence)
 
 
-def _terminated(newest: ProgressRecord, age: float, limit: float,
-                evidence: dict[str, float | int | str]) -> Verdict:  # fmt: skip
+def _terminated(
+    newest: ProgressRecord, age: float, limit: float, evidence: dict[str, float | int | str]
+) -> Verdict:
     if newest.error_class:
         evidence["error_class"] = newest.error_class
         error = f": {newest.error}" if newest.error else ""
-        return failed(LIVENESS, f"query terminated with {newest.error_class}{error}",
-                      "Fix the cause of the error and restart the run; the checkpoint resumes "
-                      "the stream.", evidence)  # fmt: skip
+        return failed(
+            LIVENESS,
+            f"query terminated with {newest.error_class}{error}",
+            "Fix the cause of the error and restart the run; the checkpoint resumes the stream.",
+            evidence,
+        )
     if age <= limit:
-        return passed(LIVENESS, f"query ended cleanly {duration(age)} ago; its run goes on",
-                      evidence)  # fmt: skip
-    return warned(LIVENESS, f"query ended {duration(age)} ago but its run still says running",
-                  "Check the run: its query is gone; stop the run and launch it again.",
-                  evidence)  # fmt: skip
+        return passed(
+            LIVENESS, f"query ended cleanly {duration(age)} ago; its run goes on", evidence
+        )
+    return warned(
+        LIVENESS,
+        f"query ended {duration(age)} ago but its run still says running",
+        "Check the run: its query is gone; stop the run and launch it again.",
+        evidence,
+    )

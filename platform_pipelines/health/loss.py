@@ -62,11 +62,17 @@ def judge_balance(ledger: LedgerTotals, counted: Counted, absorbs: str | None) -
     folded into state"``); None for a stream that must absorb nothing (bronze)."""
     problems = []
     if counted.consumed is not None and counted.ledger_consumed is not None:
-        problems += _differ("consumed from its input", counted.consumed, "counted by its batches",
-                            counted.ledger_consumed)  # fmt: skip
-    pairs = (("rows in its table", counted.table_rows, ledger.rows_out),
-             ("rows in late_events", counted.late_rows, ledger.rows_late),
-             ("rows in quarantine", counted.quarantined_rows, ledger.rows_quarantined))  # fmt: skip
+        problems += _differ(
+            "consumed from its input",
+            counted.consumed,
+            "counted by its batches",
+            counted.ledger_consumed,
+        )
+    pairs = (
+        ("rows in its table", counted.table_rows, ledger.rows_out),
+        ("rows in late_events", counted.late_rows, ledger.rows_late),
+        ("rows in quarantine", counted.quarantined_rows, ledger.rows_quarantined),
+    )
     for what, actual, recorded in pairs:
         if actual is not None:
             problems += _differ(what, actual, "written by its batches", recorded)
@@ -81,13 +87,19 @@ def judge_balance(ledger: LedgerTotals, counted: Counted, absorbs: str | None) -
         "rows_quarantined": ledger.rows_quarantined,
         "rows_absorbed": ledger.absorbed,
     }
-    equation = (f"{count(ledger.rows_in)} in = {count(ledger.rows_out)} out + "
-                f"{count(ledger.rows_late)} late + {count(ledger.rows_quarantined)} quarantined + "
-                f"{count(ledger.absorbed)} {absorbs or 'absorbed'}")  # fmt: skip
+    equation = (
+        f"{count(ledger.rows_in)} in = {count(ledger.rows_out)} out + "
+        f"{count(ledger.rows_late)} late + {count(ledger.rows_quarantined)} quarantined + "
+        f"{count(ledger.absorbed)} {absorbs or 'absorbed'}"
+    )
     if problems:
-        return failed(NO_SILENT_LOSS, "; ".join(problems) + f" ({equation})",
-                      "Rows were lost or written twice: compare the stream's ledger with its "
-                      "tables, then reprocess the stream from its input.", evidence)  # fmt: skip
+        return failed(
+            NO_SILENT_LOSS,
+            "; ".join(problems) + f" ({equation})",
+            "Rows were lost or written twice: compare the stream's ledger with its "
+            "tables, then reprocess the stream from its input.",
+            evidence,
+        )
     return passed(NO_SILENT_LOSS, equation, evidence)
 
 

@@ -25,8 +25,9 @@ DEFAULT_MIN_INSYNC = 1  # Kafka's own default, when the facts do not say
 _SHOWN = 4  # partitions named in a summary before "..."
 
 
-def judge_replication(facts: ReplicationFacts, topic: str | None = None,
-                      restart_hint: str = "") -> Verdict:  # fmt: skip
+def judge_replication(
+    facts: ReplicationFacts, topic: str | None = None, restart_hint: str = ""
+) -> Verdict:
     """Judge the replication of ``topic`` (None: of every partition in ``facts``).
 
     ``restart_hint`` follows "Restart node N" in the remedy (for the local cluster:
@@ -49,27 +50,37 @@ def judge_replication(facts: ReplicationFacts, topic: str | None = None,
     warns: list[str] = []
     remedies: list[str] = []
     if facts.quorum_leader == NO_LEADER:
-        fails.append("the KRaft controller quorum has no leader: no leader election, no topic "
-                     "change until a majority of controllers runs")  # fmt: skip
+        fails.append(
+            "the KRaft controller quorum has no leader: no leader election, no topic "
+            "change until a majority of controllers runs"
+        )
     if offline:
-        fails.append(f"{_count(offline)}{of} without a leader ({_names(offline)}): nothing can "
-                     "be read from or written to them")  # fmt: skip
+        fails.append(
+            f"{_count(offline)}{of} without a leader ({_names(offline)}): nothing can "
+            "be read from or written to them"
+        )
     if below:
-        fails.append(f"{_count(below)}{of} below min.insync.replicas ({_isr(below)}, "
-                     f"{_min_text(facts, below)}): producers with acks=all are refused")  # fmt: skip
+        fails.append(
+            f"{_count(below)}{of} below min.insync.replicas ({_isr(below)}, "
+            f"{_min_text(facts, below)}): producers with acks=all are refused"
+        )
     if down:
         warns.append(f"{len(down)} of {len(facts.brokers)} brokers down (node {_ids(down)})")
     synced_under = [p for p in under if p not in below and p not in offline]
     if synced_under:
-        warns.append(f"{_count(synced_under)}{of} under-replicated ({_isr(synced_under)}); "
-                     "producers with acks=all still succeed while ISR >= "
-                     f"{_min_text(facts, synced_under)}")  # fmt: skip
+        warns.append(
+            f"{_count(synced_under)}{of} under-replicated ({_isr(synced_under)}); "
+            "producers with acks=all still succeed while ISR >= "
+            f"{_min_text(facts, synced_under)}"
+        )
     thin = _thin_topics(parts, len(facts.brokers))
     if thin:
         warns.append(thin)
-        remedies.append("Recreate the topic with more replicas (or add replicas with "
-                        "kafka-reassign-partitions): a replication factor below 3 loses data "
-                        "when its broker's disk does.")  # fmt: skip
+        remedies.append(
+            "Recreate the topic with more replicas (or add replicas with "
+            "kafka-reassign-partitions): a replication factor below 3 loses data "
+            "when its broker's disk does."
+        )
     remedies.insert(0, _restart_remedy(facts, under, down, bool(below), restart_hint))
     evidence = _evidence(facts, parts, offline, below, under)
     if fails or warns:
@@ -79,8 +90,13 @@ def judge_replication(facts: ReplicationFacts, topic: str | None = None,
     return Verdict(KAFKA_REPLICATION, Status.PASS, _healthy(facts, parts, of), evidence)
 
 
-def _restart_remedy(facts: ReplicationFacts, under: Sequence[PartitionReplicas],
-                    down: Sequence[int], refused: bool, hint: str) -> str:  # fmt: skip
+def _restart_remedy(
+    facts: ReplicationFacts,
+    under: Sequence[PartitionReplicas],
+    down: Sequence[int],
+    refused: bool,
+    hint: str,
+) -> str:
     if down:
         if refused:
             then = "producers with acks=all are refused until enough replicas are back"
@@ -91,9 +107,12 @@ def _restart_remedy(facts: ReplicationFacts, under: Sequence[PartitionReplicas],
         return f"Restart node {_ids(down)}{hint}: {then}."
     if under or facts.quorum_leader == NO_LEADER:
         lagging = sorted({n for p in under for n in p.replicas if n not in p.isr})
-        return (f"No broker is down: node {_ids(lagging)} is catching up (after a restart) or "
-                "cannot keep up; if it lasts, read that broker's log." if lagging else
-                "Restart the controllers that are down; a majority of voters must run.")  # fmt: skip
+        return (
+            f"No broker is down: node {_ids(lagging)} is catching up (after a restart) or "
+            "cannot keep up; if it lasts, read that broker's log."
+            if lagging
+            else "Restart the controllers that are down; a majority of voters must run."
+        )
     return ""
 
 
@@ -112,13 +131,19 @@ def _thin_topics(parts: Sequence[PartitionReplicas], brokers: int) -> str:
     if not factors:
         return ""
     named = ", ".join(f"{t} ({n})" for t, n in sorted(factors.items()))
-    return (f"replication factor below {wanted} on a {brokers}-broker cluster: {named}; losing "
-            "one broker loses partitions")  # fmt: skip
+    return (
+        f"replication factor below {wanted} on a {brokers}-broker cluster: {named}; losing "
+        "one broker loses partitions"
+    )
 
 
-def _evidence(facts: ReplicationFacts, parts: Sequence[PartitionReplicas],
-              offline: Sequence[PartitionReplicas], below: Sequence[PartitionReplicas],
-              under: Sequence[PartitionReplicas]) -> dict[str, float | int | str]:  # fmt: skip
+def _evidence(
+    facts: ReplicationFacts,
+    parts: Sequence[PartitionReplicas],
+    offline: Sequence[PartitionReplicas],
+    below: Sequence[PartitionReplicas],
+    under: Sequence[PartitionReplicas],
+) -> dict[str, float | int | str]:
     return {
         "brokers": len(facts.brokers),
         "brokers_alive": len(facts.alive),

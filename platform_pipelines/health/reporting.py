@@ -45,8 +45,14 @@ class Reported:
         self.runs[stream] = run
         return changed
 
-    def check_due(self, key: str, status: str, now: float, every: float = REPORT_EVERY_SECONDS,
-                  force: bool = False) -> bool:  # fmt: skip
+    def check_due(
+        self,
+        key: str,
+        status: str,
+        now: float,
+        every: float = REPORT_EVERY_SECONDS,
+        force: bool = False,
+    ) -> bool:
         """Whether the check ``key`` with ``status`` should be reported now (and note it if so)."""
         last_status, last_at = self.checks.get(key, ("", 0.0))
         if force or last_status != status or now - last_at >= every:
@@ -54,8 +60,9 @@ class Reported:
             return True
         return False
 
-    def observation_due(self, stream: str, batch_id: int, now: float,
-                        every: float = REPORT_EVERY_SECONDS) -> bool:  # fmt: skip
+    def observation_due(
+        self, stream: str, batch_id: int, now: float, every: float = REPORT_EVERY_SECONDS
+    ) -> bool:
         """Whether the numbers of ``stream`` at ``batch_id`` should be observed now."""
         last_batch, last_at = self.observed.get(stream, (-2, 0.0))
         if last_batch != batch_id or now - last_at >= every:

@@ -153,11 +153,21 @@ def judge_state_growth(
     # caches, bounded by its own settings, and jumps when a store first writes: checked against
     # the budget but forecast only for a state store that reports no SST size.
     checks: list[tuple[str, str, list[float], int | None, bool]] = [
-        ("state rows", "rows", [float(op_sum(p(r), "numRowsTotal")) for r in window],
-         policy.state_rows_budget, True),
-        ("state memory", "bytes", [float(op_sum(p(r), "memoryUsedBytes")) for r in window],
-         policy.state_bytes_budget, sst is None),
-    ]  # fmt: skip
+        (
+            "state rows",
+            "rows",
+            [float(op_sum(p(r), "numRowsTotal")) for r in window],
+            policy.state_rows_budget,
+            True,
+        ),
+        (
+            "state memory",
+            "bytes",
+            [float(op_sum(p(r), "memoryUsedBytes")) for r in window],
+            policy.state_bytes_budget,
+            sst is None,
+        ),
+    ]
     if sst is not None:
         sst_series = [float(sst_bytes(p(r)) or 0) for r in window]
         checks.append(("state SST", "bytes", sst_series, policy.state_bytes_budget, True))

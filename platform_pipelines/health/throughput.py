@@ -111,29 +111,46 @@ def _rate_verdict(rates: Rates, policy: HealthPolicy) -> Verdict:
         and rates.input > policy.behind_ratio * rates.processed
     )
     if behind:
-        return warned(FALLING_BEHIND, f"input arrives at {rates.input:.1f} rows/s but is "
-                      f"processed at {rates.processed:.1f} rows/s over {rates.batches} full batches",
-                      "Processing cannot keep up: add cores or executors, or cut the work per row.",
-                      evidence)  # fmt: skip
+        return warned(
+            FALLING_BEHIND,
+            f"input arrives at {rates.input:.1f} rows/s but is "
+            f"processed at {rates.processed:.1f} rows/s over {rates.batches} full batches",
+            "Processing cannot keep up: add cores or executors, or cut the work per row.",
+            evidence,
+        )
     if rates.batches:
-        return passed(FALLING_BEHIND, f"processing {rates.processed:.1f} rows/s for "
-                      f"{rates.input:.1f} rows/s of input", evidence)  # fmt: skip
+        return passed(
+            FALLING_BEHIND,
+            f"processing {rates.processed:.1f} rows/s for {rates.input:.1f} rows/s of input",
+            evidence,
+        )
     return passed(FALLING_BEHIND, "no batch with input to judge", evidence)
 
 
 def _lag_verdict(lag: Lag, policy: HealthPolicy) -> Verdict:
     if lag.records is None:
-        remedy = lag.remedy or (f"The stream cannot read its {lag.input}: bring it back, or point "
-                                "the platform at one that runs.")  # fmt: skip
-        return failed(FALLING_BEHIND, f"lag unknown: {lag.unknown_because}", remedy,
-                      {"lag": "unknown"})  # fmt: skip
+        remedy = lag.remedy or (
+            f"The stream cannot read its {lag.input}: bring it back, or point "
+            "the platform at one that runs."
+        )
+        return failed(
+            FALLING_BEHIND, f"lag unknown: {lag.unknown_because}", remedy, {"lag": "unknown"}
+        )
     evidence: dict[str, float | int | str] = {"lag_records": lag.records}
     behind = f"{count(lag.records)} records behind its {lag.input}"
     remedy = "Make sure the stream runs, and add capacity if the lag keeps growing."
     if lag.records > policy.lag_fail_records:
-        return failed(FALLING_BEHIND, f"{behind} (fail above {count(policy.lag_fail_records)})",
-                      remedy, evidence)  # fmt: skip
+        return failed(
+            FALLING_BEHIND,
+            f"{behind} (fail above {count(policy.lag_fail_records)})",
+            remedy,
+            evidence,
+        )
     if lag.records > policy.lag_warn_records:
-        return warned(FALLING_BEHIND, f"{behind} (warn above {count(policy.lag_warn_records)})",
-                      remedy, evidence)  # fmt: skip
+        return warned(
+            FALLING_BEHIND,
+            f"{behind} (warn above {count(policy.lag_warn_records)})",
+            remedy,
+            evidence,
+        )
     return passed(FALLING_BEHIND, behind, evidence)

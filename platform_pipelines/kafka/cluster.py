@@ -123,8 +123,10 @@ class LocalKafkaCluster:
         has a leader; returns the bootstrap servers. Raises ``JvmSetupError`` without Java 17+,
         ``BrokerError`` when all nodes run, a port is taken, a node dies or does not serve."""
         if len(self.running()) == len(self.node_ids):
-            raise BrokerError(f"The cluster in {self.data_dir} already runs at "
-                              f"{self.bootstrap_servers}: use it, or stop it first.")  # fmt: skip
+            raise BrokerError(
+                f"The cluster in {self.data_dir} already runs at "
+                f"{self.bootstrap_servers}: use it, or stop it first."
+            )
         return self._start([n for n in self.node_ids if n not in self.running()], timeout_s)
 
     def restart(self, node: int, timeout_s: float = 90) -> None:
@@ -157,9 +159,11 @@ class LocalKafkaCluster:
         require_java()
         deadline = time.monotonic() + timeout_s
         if len(self._formatted()) not in (0, len(self.node_ids)):  # the voter set is static
-            raise BrokerError(f"{self.data_dir} holds a cluster of {len(self._formatted())} nodes: "
-                              "start it with that many, or delete the folder (drops its topics) "
-                              "to make a new cluster.")  # fmt: skip
+            raise BrokerError(
+                f"{self.data_dir} holds a cluster of {len(self._formatted())} nodes: "
+                "start it with that many, or delete the folder (drops its topics) "
+                "to make a new cluster."
+            )
         self.ports = self._choose_ports(fixed=[n for n in self.node_ids if n not in nodes])
         for node, folder in ((n, self.node_dir(n)) for n in nodes):
             folder.mkdir(parents=True, exist_ok=True)
@@ -220,29 +224,47 @@ class LocalKafkaCluster:
         jars = ensure_jars("kafka-broker")
         log4j = self.node_dir(node) / "log4j2.properties"
         # As the single broker: C1 and the serial GC start the JVM sooner.
-        return ["java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                _classpath(jars), f"-Dlog4j2.configurationFile={log4j}", main, *args]  # fmt: skip
+        return [
+            "java",
+            "-Xmx512m",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-cp",
+            _classpath(jars),
+            f"-Dlog4j2.configurationFile={log4j}",
+            main,
+            *args,
+        ]
 
     def _format(self, nodes: list[int], cluster_id: str, timeout_s: float) -> None:
         todo = [n for n in nodes if not (self.node_dir(n) / "logs" / "meta.properties").exists()]
         props = {n: str(self.node_dir(n) / "server.properties") for n in todo}
         tool = ("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c")
-        procs = {n: subprocess.Popen(self._java(n, *tool, props[n]), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT) for n in todo}  # fmt: skip
+        procs = {
+            n: subprocess.Popen(
+                self._java(n, *tool, props[n]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+            for n in todo
+        }
         for node, proc in procs.items():
             out, _ = proc.communicate(timeout=timeout_s)
             if proc.returncode != 0:
-                raise BrokerError(f"Formatting the storage of node {node} in {self.node_dir(node)} "
-                                  f"failed:\n{out.decode(errors='replace')}\nDelete "
-                                  f"{self.data_dir} and start again.")  # fmt: skip
+                raise BrokerError(
+                    f"Formatting the storage of node {node} in {self.node_dir(node)} "
+                    f"failed:\n{out.decode(errors='replace')}\nDelete "
+                    f"{self.data_dir} and start again."
+                )
 
     def _launch(self, node: int) -> None:
         with self.log_path(node).open("ab") as log:
             self._procs[node] = subprocess.Popen(
                 self._java(node, "kafka.Kafka", str(self.node_dir(node) / "server.properties")),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.node_dir(node), start_new_session=True,
-            )  # fmt: skip
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.node_dir(node),
+                start_new_session=True,
+            )
 
     def _wait_serving(self, nodes: list[int], deadline: float, timeout_s: float) -> None:
         while True:
@@ -253,8 +275,9 @@ class LocalKafkaCluster:
             if missing is None:
                 return
             if time.monotonic() >= deadline:
-                raise BrokerError(self._explain(nodes[0], f"did not serve in {timeout_s:.0f}s "
-                                                f"({missing})"))  # fmt: skip
+                raise BrokerError(
+                    self._explain(nodes[0], f"did not serve in {timeout_s:.0f}s ({missing})")
+                )
             time.sleep(0.5)
 
     def _not_serving(self, nodes: list[int]) -> str | None:
@@ -267,11 +290,18 @@ class LocalKafkaCluster:
     def _explain(self, node: int, what: str) -> str:
         lines = self.log_path(node).read_text(errors="replace").splitlines()
         causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by")]
-        return "\n".join([f"Node {node} of the Kafka cluster in {self.data_dir} {what}. Errors in "
-                          f"{self.log_path(node)}:", *causes[:8], "Last lines:", *lines[-30:],
-                          f"If one of ports {self.ports.get(node)} is taken, stop what holds it; "
-                          f"if the storage is damaged, delete {self.data_dir} (drops its topics) "
-                          "and start again."])  # fmt: skip
+        return "\n".join(
+            [
+                f"Node {node} of the Kafka cluster in {self.data_dir} {what}. Errors in "
+                f"{self.log_path(node)}:",
+                *causes[:8],
+                "Last lines:",
+                *lines[-30:],
+                f"If one of ports {self.ports.get(node)} is taken, stop what holds it; "
+                f"if the storage is damaged, delete {self.data_dir} (drops its topics) "
+                "and start again.",
+            ]
+        )
 
     def _terminate(self, nodes: list[int], timeout_s: float) -> None:
         for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
@@ -300,10 +330,21 @@ class LocalKafkaCluster:
         if not any(pids.values()) or not ports:
             (self.data_dir / STATE_FILE).unlink(missing_ok=True)
             return
-        nodes = {str(n): {"pid": pids[n], "port": port, "controller_port": controller,
-                          "log": str(self.log_path(n))} for n, (port, controller) in ports.items()}  # fmt: skip
-        state = {"bootstrap_servers": self.bootstrap_servers, "data_dir": str(self.data_dir),
-                 "cluster_id": self._cluster_id(), "nodes": nodes}  # fmt: skip
+        nodes = {
+            str(n): {
+                "pid": pids[n],
+                "port": port,
+                "controller_port": controller,
+                "log": str(self.log_path(n)),
+            }
+            for n, (port, controller) in ports.items()
+        }
+        state = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "data_dir": str(self.data_dir),
+            "cluster_id": self._cluster_id(),
+            "nodes": nodes,
+        }
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
 

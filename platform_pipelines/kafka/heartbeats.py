@@ -38,8 +38,11 @@ class HeartbeatConfig:
 
 def heartbeat(service: str, at: datetime, status: str = "ok") -> dict[str, Any]:
     """One heartbeat event as it travels through Kafka."""
-    return {"service": service, "status": status,
-            "event_time": at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")}  # fmt: skip
+    return {
+        "service": service,
+        "status": status,
+        "event_time": at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
 
 
 def generate_heartbeats(cfg: HeartbeatConfig) -> Iterator[ProducedRecord]:

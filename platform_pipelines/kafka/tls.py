@@ -130,24 +130,62 @@ class BrokerSecrets:
             path.unlink()
 
     def _keytool_steps(self) -> list[list[str]]:
-        ca_store = ["-keystore", str(self.folder / "ca.p12"), "-storetype", "PKCS12",
-                    "-storepass:file", str(self.password_file("ca"))]  # fmt: skip
-        store = ["-keystore", str(self.keystore), "-storetype", "PKCS12",
-                 "-storepass:file", str(self.password_file("keystore"))]  # fmt: skip
+        ca_store = [
+            "-keystore",
+            str(self.folder / "ca.p12"),
+            "-storetype",
+            "PKCS12",
+            "-storepass:file",
+            str(self.password_file("ca")),
+        ]
+        store = [
+            "-keystore",
+            str(self.keystore),
+            "-storetype",
+            "PKCS12",
+            "-storepass:file",
+            str(self.password_file("keystore")),
+        ]
         csr, crt = str(self.folder / "broker.csr"), str(self.folder / "broker.crt")
         new_key = ["-genkeypair", "-keyalg", "RSA", "-keysize", "2048", "-validity", _DAYS]
         return [
-            [*new_key, "-alias", "ca", "-dname", "CN=platform local Kafka CA",
-             "-ext", "bc:c", "-ext", "KU=keyCertSign,cRLSign", *ca_store],
+            [
+                *new_key,
+                "-alias",
+                "ca",
+                "-dname",
+                "CN=platform local Kafka CA",
+                "-ext",
+                "bc:c",
+                "-ext",
+                "KU=keyCertSign,cRLSign",
+                *ca_store,
+            ],
             ["-exportcert", "-rfc", "-alias", "ca", "-file", str(self.ca_pem), *ca_store],
             [*new_key, "-alias", "broker", "-dname", "CN=localhost", "-ext", _SAN, *store],
             ["-certreq", "-alias", "broker", "-file", csr, *store],
-            ["-gencert", "-rfc", "-alias", "ca", "-infile", csr, "-outfile", crt,
-             "-validity", _DAYS, "-ext", _SAN, "-ext", "KU=digitalSignature,keyEncipherment",
-             "-ext", "EKU=serverAuth", *ca_store],
+            [
+                "-gencert",
+                "-rfc",
+                "-alias",
+                "ca",
+                "-infile",
+                csr,
+                "-outfile",
+                crt,
+                "-validity",
+                _DAYS,
+                "-ext",
+                _SAN,
+                "-ext",
+                "KU=digitalSignature,keyEncipherment",
+                "-ext",
+                "EKU=serverAuth",
+                *ca_store,
+            ],
             ["-importcert", "-noprompt", "-alias", "ca", "-file", str(self.ca_pem), *store],
             ["-importcert", "-noprompt", "-alias", "broker", "-file", crt, *store],
-        ]  # fmt: skip
+        ]
 
     def _run(self, args: list[str], timeout_s: float) -> None:
         done = subprocess.run(
@@ -199,8 +237,12 @@ ssl.endpoint.identification.algorithm=https
         """What a client of the broker needs, whatever the environment says: for SASL_SSL the
         ``platform`` user (what ``export_lines`` tells a shell)."""
         if security == "PLAINTEXT":
-            return KafkaSecurity(security_protocol="PLAINTEXT", sasl_username=None,
-                                 sasl_password=None, ssl_cafile=None)  # fmt: skip
+            return KafkaSecurity(
+                security_protocol="PLAINTEXT",
+                sasl_username=None,
+                sasl_password=None,
+                ssl_cafile=None,
+            )
         return KafkaSecurity(
             security_protocol="SASL_SSL",
             sasl_mechanism=MECHANISM,

@@ -96,15 +96,24 @@ def read_plan(checkpoint: Path) -> StartPlan | None:
         data = json.loads((location(checkpoint) / PLAN_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return StartPlan(int(data["starting_version"]), int(data.get("guard_until_ms", 0)),
-                     str(data.get("replaces", "")), int(data.get("starting_timestamp_ms", 0)))  # fmt: skip
+    return StartPlan(
+        int(data["starting_version"]),
+        int(data.get("guard_until_ms", 0)),
+        str(data.get("replaces", "")),
+        int(data.get("starting_timestamp_ms", 0)),
+    )
 
 
 def write_plan(checkpoint: Path, plan: StartPlan) -> None:
     location(checkpoint).mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"starting_version": plan.starting_version,
-                       "guard_until_ms": plan.guard_until_ms, "replaces": plan.replaces,
-                       "starting_timestamp_ms": plan.starting_timestamp_ms})  # fmt: skip
+    text = json.dumps(
+        {
+            "starting_version": plan.starting_version,
+            "guard_until_ms": plan.guard_until_ms,
+            "replaces": plan.replaces,
+            "starting_timestamp_ms": plan.starting_timestamp_ms,
+        }
+    )
     (location(checkpoint) / PLAN_FILE).write_text(text + "\n")
 
 
@@ -155,8 +164,10 @@ def kafka_batch_offsets(checkpoint: Path, batch_id: int) -> tuple[KafkaOffsets, 
     if batch_id == 0:
         start = initial_kafka_offsets(checkpoint)
     if end is None or start is None:
-        raise RuntimeError(f"Batch {batch_id} of {checkpoint} has no Kafka source offsets "
-                           f"(offsets/{batch_id}, and offsets/{batch_id - 1} or sources/0/0).")  # fmt: skip
+        raise RuntimeError(
+            f"Batch {batch_id} of {checkpoint} has no Kafka source offsets "
+            f"(offsets/{batch_id}, and offsets/{batch_id - 1} or sources/0/0)."
+        )
     return start, end
 
 

@@ -113,8 +113,9 @@ def nullable(schema: StructType) -> StructType:
 
 def _nullable(kind: DataType) -> DataType:
     if isinstance(kind, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata)
-                           for f in kind.fields])  # fmt: skip
+        return StructType(
+            [StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in kind.fields]
+        )
     if isinstance(kind, ArrayType):
         return ArrayType(_nullable(kind.elementType), True)
     if isinstance(kind, MapType):
@@ -159,8 +160,15 @@ def written_already(path: Path, app_id: str, batch_id: int, planned_ms: int) -> 
     return last is not None and last >= batch_id
 
 
-def append_exactly_once(df: DataFrame, path: Path, app_id: str, batch_id: int, planned_ms: int,
-                        *, merge_schema: bool = False) -> None:  # fmt: skip
+def append_exactly_once(
+    df: DataFrame,
+    path: Path,
+    app_id: str,
+    batch_id: int,
+    planned_ms: int,
+    *,
+    merge_schema: bool = False,
+) -> None:
     """Append one micro-batch to a Delta table; a replay of the same batch id writes nothing.
 
     The batch is tagged in its commit (``batch_tag``) and looked up in the log before writing
@@ -181,8 +189,9 @@ def append_exactly_once(df: DataFrame, path: Path, app_id: str, batch_id: int, p
     writer.save(str(path))
 
 
-def upsert_exactly_once(df: DataFrame, path: Path, keys: Sequence[str], app_id: str,
-                        batch_id: int, planned_ms: int) -> None:  # fmt: skip
+def upsert_exactly_once(
+    df: DataFrame, path: Path, keys: Sequence[str], app_id: str, batch_id: int, planned_ms: int
+) -> None:
     """MERGE one micro-batch into a Delta table by the ``keys`` columns (null-safe: a null key
     value matches a null); of several rows of one key in the batch, the last one emitted wins
     (``df``'s partition order, which is emission order). A replay of the same batch id writes

@@ -68,8 +68,13 @@ def added_files(table: Path, start: int, end: int) -> list[AddedFile]:
                 continue
             stats = json.loads(add["stats"]) if add.get("stats") else {}
             records = stats.get("numRecords")
-            files.append(AddedFile(add["path"], None if records is None else int(records),
-                                   dict(stats.get("minValues") or {})))  # fmt: skip
+            files.append(
+                AddedFile(
+                    add["path"],
+                    None if records is None else int(records),
+                    dict(stats.get("minValues") or {}),
+                )
+            )
     return files
 
 

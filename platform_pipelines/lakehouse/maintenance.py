@@ -165,14 +165,24 @@ class CompactionConflict(RuntimeError):
 def _conflicts() -> tuple[type[BaseException], ...]:
     from delta import exceptions as e
 
-    return (e.ConcurrentAppendException, e.ConcurrentDeleteReadException,
-            e.ConcurrentDeleteDeleteException, e.ConcurrentTransactionException,
-            e.ConcurrentWriteException, e.DeltaConcurrentModificationException,
-            e.MetadataChangedException, e.ProtocolChangedException)  # fmt: skip
+    return (
+        e.ConcurrentAppendException,
+        e.ConcurrentDeleteReadException,
+        e.ConcurrentDeleteDeleteException,
+        e.ConcurrentTransactionException,
+        e.ConcurrentWriteException,
+        e.DeltaConcurrentModificationException,
+        e.MetadataChangedException,
+        e.ProtocolChangedException,
+    )
 
 
-def compact(spark: SparkSession, table: Path, attempts: int = 3, wait_seconds: float = 5.0,
-            ) -> Compaction:  # fmt: skip
+def compact(
+    spark: SparkSession,
+    table: Path,
+    attempts: int = 3,
+    wait_seconds: float = 5.0,
+) -> Compaction:
     """``OPTIMIZE`` ``table``; a conflict with a concurrent write is retried ``attempts`` times.
 
     Raises:
@@ -189,8 +199,11 @@ def compact(spark: SparkSession, table: Path, attempts: int = 3, wait_seconds: f
             time.sleep(wait_seconds * attempt if attempt < attempts else 0)
             continue
         m = row["metrics"] if row is not None else None
-        return Compaction(int(m["numFilesRemoved"]), int(m["numFilesAdded"]), attempt) if m else (
-            Compaction(0, 0, attempt))  # fmt: skip
+        return (
+            Compaction(int(m["numFilesRemoved"]), int(m["numFilesAdded"]), attempt)
+            if m
+            else (Compaction(0, 0, attempt))
+        )
     name = type(error).__name__
     raise CompactionConflict(
         f"Compacting {table} conflicted {attempts} times with concurrent writes ({name}: a "
@@ -243,8 +256,13 @@ def whole_hours(retention: timedelta) -> timedelta:
     return timedelta(hours=math.ceil(retention / timedelta(hours=1)))
 
 
-def vacuum(spark: SparkSession, table: Path, retention: timedelta, dry_run: bool = False,
-           below_threshold_is_safe: bool = False) -> Vacuum:  # fmt: skip
+def vacuum(
+    spark: SparkSession,
+    table: Path,
+    retention: timedelta,
+    dry_run: bool = False,
+    below_threshold_is_safe: bool = False,
+) -> Vacuum:
     """``VACUUM`` ``table`` keeping what was replaced less than ``retention`` ago (rounded up to
     whole hours).
 
@@ -272,8 +290,11 @@ def vacuum(spark: SparkSession, table: Path, retention: timedelta, dry_run: bool
             "asked: VACUUM could delete files replaced before that, so it was not run."
         )
     before, hours = data_files(table), retention // timedelta(hours=1)
-    confs = {WINDOW_IGNORE: "false", RETENTION_CHECK: str(retention >= threshold).lower(),
-             LISTING: spark.conf.get("spark.sql.shuffle.partitions") or "4"}  # fmt: skip
+    confs = {
+        WINDOW_IGNORE: "false",
+        RETENTION_CHECK: str(retention >= threshold).lower(),
+        LISTING: spark.conf.get("spark.sql.shuffle.partitions") or "4",
+    }
     with _session_confs(spark, confs):
         if dry_run:
             quoted = str(table).replace("`", "``")

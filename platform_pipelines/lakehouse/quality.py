@@ -82,8 +82,13 @@ def alerts_well_formed(spark: SparkSession, path: Path) -> Verdict:
     ).collect()[0]
     alerts, ids = int(row["alerts"]), int(row["ids"])
     nulls, no_failures, backwards = (int(row[k] or 0) for k in ("nulls", "no_failures", "bw"))
-    evidence = {"alerts": alerts, "duplicate_ids": alerts - ids, "missing_ids_or_users": nulls,
-                "without_failures": no_failures, "times_reversed": backwards}  # fmt: skip
+    evidence = {
+        "alerts": alerts,
+        "duplicate_ids": alerts - ids,
+        "missing_ids_or_users": nulls,
+        "without_failures": no_failures,
+        "times_reversed": backwards,
+    }
     bad = alerts - ids + nulls + no_failures + backwards
     if bad == 0:
         return passed("alerts_well_formed", f"{alerts} alerts, all well formed", evidence)
@@ -114,8 +119,11 @@ def freshness(path: Path, max_age_seconds: float, now: float | None = None) -> V
     now = time.time() if now is None else now
     written = last_commit_time(path)
     if written is None:
-        return warned("freshness", "the table was never written",
-                      "Start its stream (launch its job from the Dagster UI).")  # fmt: skip
+        return warned(
+            "freshness",
+            "the table was never written",
+            "Start its stream (launch its job from the Dagster UI).",
+        )
     age = max(0.0, now - written)
     evidence = {"age_seconds": round(age, 1), "max_age_seconds": max_age_seconds}
     if age <= max_age_seconds:
@@ -137,8 +145,11 @@ def state_metadata(spark: SparkSession, checkpoint: Path, partitions: int) -> Ve
         rows = spark.read.format("state-metadata").load(str(checkpoint)).collect()
     except Exception as error:  # Spark cannot read it: a restart would fail the same way
         first = str(error).strip().splitlines()[0][:300]
-        return failed("state_metadata", f"Spark cannot read the state metadata: {first}",
-                      "Restore the checkpoint from a backup or start a new one.")  # fmt: skip
+        return failed(
+            "state_metadata",
+            f"Spark cannot read the state metadata: {first}",
+            "Restore the checkpoint from a backup or start a new one.",
+        )
     found = {f"{r['operatorName']}#{r['operatorId']}": int(r["numPartitions"]) for r in rows}
     evidence: dict[str, float | int | str] = {
         "operators": len(found),
@@ -147,8 +158,11 @@ def state_metadata(spark: SparkSession, checkpoint: Path, partitions: int) -> Ve
     }
     wrong = {name: n for name, n in found.items() if n != partitions}
     if not wrong:
-        return passed("state_metadata", f"{len(found)} stateful operators, {partitions} partitions "
-                      "each, as configured", evidence)  # fmt: skip
+        return passed(
+            "state_metadata",
+            f"{len(found)} stateful operators, {partitions} partitions each, as configured",
+            evidence,
+        )
     names = ", ".join(f"{name} has {n}" for name, n in wrong.items())
     return warned(
         "state_metadata",

@@ -48,9 +48,11 @@ def savepoint_name_problem(field_name: str, value: object) -> str | None:
     if isinstance(value, str) and _NAME.match(value) and ".." not in value:
         return None
     suggestion = re.sub(r"[^A-Za-z0-9._-]+", "-", str(value)).replace("..", "").strip(".-_")
-    return (f"{field_name}: {str(value)[:80]!r} is not a valid savepoint name; use letters, "
-            "digits, '.', '-' and '_', starting with a letter or digit, at most 100 characters "
-            f"(e.g. {suggestion[:100] or 'before-deploy'!r}).")  # fmt: skip
+    return (
+        f"{field_name}: {str(value)[:80]!r} is not a valid savepoint name; use letters, "
+        "digits, '.', '-' and '_', starting with a letter or digit, at most 100 characters "
+        f"(e.g. {suggestion[:100] or 'before-deploy'!r})."
+    )
 
 
 def check_savepoint_name(name: str) -> str:
@@ -138,13 +140,21 @@ class Manifest:
     def from_json(text: str) -> Manifest:
         data: dict[str, Any] = json.loads(text)
         tables = tuple(TableMark(**t) for t in data["tables"])
-        return Manifest(str(data["stream"]), str(data["name"]), int(data["created_ms"]),
-                        str(data["query_id"]), int(data["batch"]), tables,
-                        {topic: {p: int(o) for p, o in parts.items()}
-                         for topic, parts in (data.get("kafka_offsets") or {}).items()},
-                        int(data.get("checkpoint_bytes", 0)),
-                        int(data.get("since_ms", data["created_ms"])),
-                        dict(data.get("folders") or {}))  # fmt: skip
+        return Manifest(
+            str(data["stream"]),
+            str(data["name"]),
+            int(data["created_ms"]),
+            str(data["query_id"]),
+            int(data["batch"]),
+            tables,
+            {
+                topic: {p: int(o) for p, o in parts.items()}
+                for topic, parts in (data.get("kafka_offsets") or {}).items()
+            },
+            int(data.get("checkpoint_bytes", 0)),
+            int(data.get("since_ms", data["created_ms"])),
+            dict(data.get("folders") or {}),
+        )
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
@@ -160,8 +170,11 @@ def list_manifests(root: Path, stream: str | None = None) -> list[tuple[Manifest
     """Every complete savepoint (of ``stream``, or of all streams), oldest first."""
     base = location(root) / "savepoints"
     folders = base.glob(f"{stream}/*" if stream else "*/*")
-    found = [(read_manifest(f), f) for f in folders
-             if not f.name.startswith(".") and (f / MANIFEST_FILE).is_file()]  # fmt: skip
+    found = [
+        (read_manifest(f), f)
+        for f in folders
+        if not f.name.startswith(".") and (f / MANIFEST_FILE).is_file()
+    ]
     return sorted(found, key=lambda item: (item[0].created_ms, item[0].name))
 
 
@@ -279,7 +292,9 @@ def rebuilt_since(manifest: Manifest, folders: dict[str, str]) -> str | None:
     ...               {"checkpoint": "s@r1"})
     'checkpoint now in s@r1 (the savepoint saved s)'
     """
-    moved = [f"{what} now in {folders[what]} (the savepoint saved {saved})"
-             for what, saved in manifest.folders.items()
-             if what in folders and folders[what] != saved]  # fmt: skip
+    moved = [
+        f"{what} now in {folders[what]} (the savepoint saved {saved})"
+        for what, saved in manifest.folders.items()
+        if what in folders and folders[what] != saved
+    ]
     return "; ".join(moved) or None

@@ -64,17 +64,21 @@ def unrestorable(spark: SparkSession, table: Path, version: int | None) -> str |
         paths = files.inputFiles()
     except AnalysisException as error:
         first = str(error).splitlines()[0][:300]
-        return (f"version {version} of table {table.name} is no longer in its Delta log "
-                f"({first}); the log retention (delta.logRetentionDuration) removed it.")  # fmt: skip
+        return (
+            f"version {version} of table {table.name} is no longer in its Delta log "
+            f"({first}); the log retention (delta.logRetentionDuration) removed it."
+        )
     local = [Path(unquote(urlparse(p).path)) for p in paths if p.startswith("file:")]
     missing = [p for p in local if not p.exists()]
     if not missing:
         return None
-    return (f"version {version} of table {table.name} was vacuumed: {len(missing)} of its "
-            f"{len(paths)} data files are gone (e.g. {missing[0].name}). VACUUM deletes files "
-            "later versions no longer use once they are older than "
-            "delta.deletedFileRetentionDuration (7 days by default): restore savepoints younger "
-            "than that.")  # fmt: skip
+    return (
+        f"version {version} of table {table.name} was vacuumed: {len(missing)} of its "
+        f"{len(paths)} data files are gone (e.g. {missing[0].name}). VACUUM deletes files "
+        "later versions no longer use once they are older than "
+        "delta.deletedFileRetentionDuration (7 days by default): restore savepoints younger "
+        "than that."
+    )
 
 
 def rolled_back(table: Path, mark: TableMark) -> str | None:
@@ -85,8 +89,12 @@ def rolled_back(table: Path, mark: TableMark) -> str | None:
     return f"table {mark.table} went back to version {back[1]} at version {back[0]}"
 
 
-def restore_version(spark: SparkSession, table: Path, mark: TableMark, batch: int,
-                    ) -> TableRestore:  # fmt: skip
+def restore_version(
+    spark: SparkSession,
+    table: Path,
+    mark: TableMark,
+    batch: int,
+) -> TableRestore:
     """Delta RESTORE of an own table to ``mark.version``, tagged as the writer's batch ``batch``
     (a table that had no commit at the savepoint loses every row instead)."""
     from delta.tables import DeltaTable
@@ -101,8 +109,12 @@ def restore_version(spark: SparkSession, table: Path, mark: TableMark, batch: in
     return TableRestore(mark.table, "restored", mark.version, restored)
 
 
-def forget_rows_after(spark: SparkSession, table: Path, mark: TableMark, manifest: Manifest,
-                      ) -> TableRestore:  # fmt: skip
+def forget_rows_after(
+    spark: SparkSession,
+    table: Path,
+    mark: TableMark,
+    manifest: Manifest,
+) -> TableRestore:
     """Delete the stream's rows written to a shared table after the savepoint, tagged as the
     writer's savepoint batch; return how many were deleted."""
     from delta.tables import DeltaTable

@@ -118,18 +118,26 @@ def committed_batch(checkpoint: Path, stream: str) -> int:
 
 def read_operators(spark: SparkSession, checkpoint: Path, batch_id: int) -> list[Operator]:
     """The checkpoint's stateful operators at ``batch_id``."""
-    rows = (spark.read.format("state-metadata").option("batchId", batch_id)
-            .load(str(checkpoint)).collect())  # fmt: skip
+    rows = (
+        spark.read.format("state-metadata")
+        .option("batchId", batch_id)
+        .load(str(checkpoint))
+        .collect()
+    )
     found: dict[int, Operator] = {}
     for row in sorted(rows, key=lambda r: (r["operatorId"], r["stateStoreName"])):
         op = found.get(row["operatorId"])
         stores = (*(op.stores if op else ()), row["stateStoreName"])
         props = json.loads(row["operatorProperties"] or "{}")
-        variables = tuple(v["stateName"] for v in props.get("stateVariables", ())
-                          if not v["stateName"].startswith("$"))  # fmt: skip
+        variables = tuple(
+            v["stateName"]
+            for v in props.get("stateVariables", ())
+            if not v["stateName"].startswith("$")
+        )
         mode = props.get("timeMode", "NoTime") if "stateVariables" in props else None
-        found[row["operatorId"]] = Operator(row["operatorId"], row["operatorName"], stores,
-                                            mode, variables)  # fmt: skip
+        found[row["operatorId"]] = Operator(
+            row["operatorId"], row["operatorName"], stores, mode, variables
+        )
     return [found[i] for i in sorted(found)]
 
 
@@ -137,8 +145,9 @@ def _ready(spark: SparkSession) -> None:
     spark.streams.active  # noqa: B018 - registers the StateStoreCoordinator (module docstring)
 
 
-def _read(spark: SparkSession, checkpoint: Path, batch_id: int, op: Operator,
-          **options: str) -> DataFrame:  # fmt: skip
+def _read(
+    spark: SparkSession, checkpoint: Path, batch_id: int, op: Operator, **options: str
+) -> DataFrame:
     reader = spark.read.format("statestore").option("batchId", batch_id)
     return reader.option("operatorId", op.id).options(**options).load(str(checkpoint))
 
@@ -155,8 +164,9 @@ def _value_json(df: DataFrame) -> Column:
     return F.to_json(F.col(values[0]) if len(values) == 1 else F.struct(*values))
 
 
-def _parts(spark: SparkSession, checkpoint: Path, batch_id: int,
-           operators: Sequence[Operator]) -> tuple[list[DataFrame], tuple[str, ...]]:  # fmt: skip
+def _parts(
+    spark: SparkSession, checkpoint: Path, batch_id: int, operators: Sequence[Operator]
+) -> tuple[list[DataFrame], tuple[str, ...]]:
     """Every operator's rows (key, part, value JSON, timer), and the part names."""
     frames: list[DataFrame] = []
     names: list[str] = []
@@ -168,8 +178,15 @@ def _parts(spark: SparkSession, checkpoint: Path, batch_id: int,
                 "as a stream-stream join does; this reader shows single-store operators only. "
                 'Read it with spark.read.format("statestore").option("joinSide", "left").'
             )
-        reads = [(v, _read(spark, checkpoint, batch_id, op, stateVarName=v,
-                           flattenCollectionTypes="false")) for v in op.variables]  # fmt: skip
+        reads = [
+            (
+                v,
+                _read(
+                    spark, checkpoint, batch_id, op, stateVarName=v, flattenCollectionTypes="false"
+                ),
+            )
+            for v in op.variables
+        ]
         if op.name == GROUP_STATE_OPERATOR:
             df = _read(spark, checkpoint, batch_id, op)
             timeout = F.col("value.timeoutTimestamp")
@@ -195,25 +212,38 @@ def _parts(spark: SparkSession, checkpoint: Path, batch_id: int,
             reads = [(op.name, _read(spark, checkpoint, batch_id, op))]
         for name, df in reads:
             names.append(prefix + name)
-            frames.append(df.select(_key_text(df).alias("key"), F.lit(prefix + name).alias("part"),
-                                    _value_json(df).alias("value_json"), F.lit(None).cast("long")
-                                    .alias("timer_ms")))  # fmt: skip
+            frames.append(
+                df.select(
+                    _key_text(df).alias("key"),
+                    F.lit(prefix + name).alias("part"),
+                    _value_json(df).alias("value_json"),
+                    F.lit(None).cast("long").alias("timer_ms"),
+                )
+            )
         if op.time_mode in ("EventTime", "ProcessingTime"):
             df = _read(spark, checkpoint, batch_id, op, readRegisteredTimers="true")
-            frames.append(df.select(_key_text(df).alias("key"), F.lit(None).cast("string"),
-                                    F.lit(None).cast("string"), "expiration_timestamp_ms"))  # fmt: skip
+            frames.append(
+                df.select(
+                    _key_text(df).alias("key"),
+                    F.lit(None).cast("string"),
+                    F.lit(None).cast("string"),
+                    "expiration_timestamp_ms",
+                )
+            )
     return frames, tuple(names)
 
 
-def key_states(spark: SparkSession, checkpoint: Path, batch_id: int,
-               operators: Sequence[Operator]) -> tuple[DataFrame, tuple[str, ...]]:  # fmt: skip
+def key_states(
+    spark: SparkSession, checkpoint: Path, batch_id: int, operators: Sequence[Operator]
+) -> tuple[DataFrame, tuple[str, ...]]:
     """One row per key: ``key``, ``value`` (decoded, JSON), ``timers_ms``, ``bytes``; and the
     part names."""
     _ready(spark)
     frames, names = _parts(spark, checkpoint, batch_id, operators)
     if not frames:
-        return spark.createDataFrame([], "key string, value string, timers_ms array<bigint>, "
-                                     "bytes bigint"), names  # fmt: skip
+        return spark.createDataFrame(
+            [], "key string, value string, timers_ms array<bigint>, bytes bigint"
+        ), names
     rows = reduce(DataFrame.unionAll, frames).toDF("key", "part", "value_json", "timer_ms")
     grouped = rows.groupBy("key").agg(
         F.collect_list(F.when(F.col("part").isNotNull(), F.struct("part", "value_json"))).alias(
@@ -226,11 +256,15 @@ def key_states(spark: SparkSession, checkpoint: Path, batch_id: int,
     return state.select("key", "s.value", "s.timers_ms", "s.bytes"), names
 
 
-def _decoded(key: str, parts: list[Any], timers: list[int],
-             names: tuple[str, ...]) -> tuple[Any, ...]:  # fmt: skip
+def _decoded(
+    key: str, parts: list[Any], timers: list[int], names: tuple[str, ...]
+) -> tuple[Any, ...]:
     state = assemble(key, [Part(p["part"], p["value_json"]) for p in parts], timers, names)
-    return (None if state.value is None else value_json(state.value),
-            list(state.timers_ms), state.bytes)  # fmt: skip
+    return (
+        None if state.value is None else value_json(state.value),
+        list(state.timers_ms),
+        state.bytes,
+    )
 
 
 def _key_state(row: Any) -> KeyState:
@@ -238,12 +272,16 @@ def _key_state(row: Any) -> KeyState:
     return KeyState(row["key"], value, tuple(row["timers_ms"]), int(row["bytes"]))
 
 
-def _state(spark: SparkSession, checkpoint: Path, stream: str,
-           batch_id: int | None) -> tuple[int, list[Operator], DataFrame, tuple[str, ...]]:  # fmt: skip
+def _state(
+    spark: SparkSession, checkpoint: Path, stream: str, batch_id: int | None
+) -> tuple[int, list[Operator], DataFrame, tuple[str, ...]]:
     batch = committed_batch(checkpoint, stream) if batch_id is None else batch_id
-    operators = [replace(op, time_mode=recorded_time_mode(checkpoint))
-                 if op.name == GROUP_STATE_OPERATOR else op
-                 for op in read_operators(spark, checkpoint, batch)]  # fmt: skip
+    operators = [
+        replace(op, time_mode=recorded_time_mode(checkpoint))
+        if op.name == GROUP_STATE_OPERATOR
+        else op
+        for op in read_operators(spark, checkpoint, batch)
+    ]
     if not operators:
         raise StateUnavailable(
             f"{stream} keeps no state: its query has no stateful operator (a bronze stream, or "
@@ -259,8 +297,14 @@ def _totals(df: DataFrame) -> StateTotals:
     return StateTotals(int(row[0]), int(row[1] or 0), int(row[2] or 0))
 
 
-def read_state(spark: SparkSession, checkpoint: Path, stream: str, top: int = 20,
-               key: str | None = None, batch_id: int | None = None) -> StateReport:  # fmt: skip
+def read_state(
+    spark: SparkSession,
+    checkpoint: Path,
+    stream: str,
+    top: int = 20,
+    key: str | None = None,
+    batch_id: int | None = None,
+) -> StateReport:
     """``stream``'s state at ``batch_id`` (default: the latest committed): totals over every
     key, and the ``top`` biggest keys, or only ``key``."""
     batch, operators, df, names = _state(spark, checkpoint, stream, batch_id)
@@ -275,8 +319,9 @@ def read_state(spark: SparkSession, checkpoint: Path, stream: str, top: int = 20
     return StateReport(stream, batch, names, _time_mode(operators), totals, tuple(shown))
 
 
-def write_snapshot(spark: SparkSession, lakehouse: Lakehouse, stream: str, at: datetime,
-                   top: int = 0) -> StateReport:  # fmt: skip
+def write_snapshot(
+    spark: SparkSession, lakehouse: Lakehouse, stream: str, at: datetime, top: int = 0
+) -> StateReport:
     """Append ``stream``'s state (the ``top`` biggest keys; 0: every key) to ``state_snapshots``
     (``SNAPSHOT``: one row per key, stamped ``at``), and report it with its 10 biggest keys."""
     table = lakehouse.ensure_table(spark, SNAPSHOT_TABLE, SNAPSHOT)
@@ -286,10 +331,14 @@ def write_snapshot(spark: SparkSession, lakehouse: Lakehouse, stream: str, at: d
         ranked = df.orderBy(F.desc("bytes"), "key")
         written = ranked.limit(top) if top else ranked
         written.select(
-            F.lit(stream).alias("stream"), F.lit(at).cast("timestamp").alias("snapshot_time"),
-            F.lit(batch).cast("long").alias("batch_id"), "key", "value",
-            F.timestamp_millis(F.array_min("timers_ms")).alias("timer"), "bytes",
-        ).write.format("delta").mode("append").save(str(table))  # fmt: skip
+            F.lit(stream).alias("stream"),
+            F.lit(at).cast("timestamp").alias("snapshot_time"),
+            F.lit(batch).cast("long").alias("batch_id"),
+            "key",
+            "value",
+            F.timestamp_millis(F.array_min("timers_ms")).alias("timer"),
+            "bytes",
+        ).write.format("delta").mode("append").save(str(table))
         shown = [_key_state(r) for r in ranked.limit(10).collect()]
         totals = _totals(df)
     finally:

@@ -38,8 +38,9 @@ def absorbs(stream: Stream) -> str | None:
     return "rows folded into state"
 
 
-def balance_facts(spark: SparkSession, lakehouse: Lakehouse, stream: Stream
-                  ) -> tuple[LedgerTotals, Counted]:  # fmt: skip
+def balance_facts(
+    spark: SparkSession, lakehouse: Lakehouse, stream: Stream
+) -> tuple[LedgerTotals, Counted]:
     """The ledger's totals and the independent counts, read consistently.
 
     Raises:
@@ -53,19 +54,32 @@ def balance_facts(spark: SparkSession, lakehouse: Lakehouse, stream: Stream
             totals = LedgerTotals(*(sum(row[i] for row in after.values()) for i in range(4)))
             query = query_id_of(lakehouse.checkpoint(stream.name))
             consumed = sum(row[0] for (q, _), row in after.items() if q == query)
-            return totals, Counted(counted.consumed, consumed, counted.table_rows,
-                                   counted.late_rows, counted.quarantined_rows)  # fmt: skip
+            return totals, Counted(
+                counted.consumed,
+                consumed,
+                counted.table_rows,
+                counted.late_rows,
+                counted.quarantined_rows,
+            )
     raise StillWriting(f"{stream.name} committed batches during {ATTEMPTS} attempts to count it")
 
 
-def _ledger(spark: SparkSession, lakehouse: Lakehouse, stream: str
-            ) -> dict[tuple[str, int], tuple[int, int, int, int]]:  # fmt: skip
+def _ledger(
+    spark: SparkSession, lakehouse: Lakehouse, stream: str
+) -> dict[tuple[str, int], tuple[int, int, int, int]]:
     path = lakehouse.table(LEDGER_TABLE)
     if not has_commit(path):
         return {}
     rows = spark.read.format("delta").load(str(path)).where(F.col("stream") == stream).collect()
-    return {(r["query_id"], r["batch_id"]): (r["rows_in"], r["rows_out"], r["rows_late"],
-                                             r["rows_quarantined"]) for r in rows}  # fmt: skip
+    return {
+        (r["query_id"], r["batch_id"]): (
+            r["rows_in"],
+            r["rows_out"],
+            r["rows_late"],
+            r["rows_quarantined"],
+        )
+        for r in rows
+    }
 
 
 def _counted(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) -> Counted:
@@ -78,13 +92,21 @@ def _counted(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) -> Count
 
     checkpoint = lakehouse.checkpoint(stream.name)
     if isinstance(stream, IngestStream):
-        return Counted(consumed=_kafka_consumed(checkpoint), table_rows=rows(stream.table),
-                       quarantined_rows=rows(QUARANTINE_TABLE, F.col("source").eqNullSafe(stream.source.topic)))  # fmt: skip
+        return Counted(
+            consumed=_kafka_consumed(checkpoint),
+            table_rows=rows(stream.table),
+            quarantined_rows=rows(
+                QUARANTINE_TABLE, F.col("source").eqNullSafe(stream.source.topic)
+            ),
+        )
     assert isinstance(stream, StatefulStream)
     table_rows = rows(stream.table) if stream.output_mode == "append" else None
     late = rows(LATE_TABLE, F.col("stream").eqNullSafe(stream.name)) if stream.watermark else None
-    consumed = (_kafka_consumed(checkpoint) if stream.topic
-                else _delta_consumed(lakehouse, stream, checkpoint))  # fmt: skip
+    consumed = (
+        _kafka_consumed(checkpoint)
+        if stream.topic
+        else _delta_consumed(lakehouse, stream, checkpoint)
+    )
     return Counted(consumed=consumed, table_rows=table_rows, late_rows=late)
 
 

@@ -37,11 +37,24 @@ from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 
-TABLES = ("clickstream_raw", "quarantine", "events", "user_sessions", "security_alerts",
-          "late_events")  # fmt: skip
+TABLES = (
+    "clickstream_raw",
+    "quarantine",
+    "events",
+    "user_sessions",
+    "security_alerts",
+    "late_events",
+)
 # Columns that say when or by which attempt a row was written, not what it is.
-VOLATILE = {"quarantined_at", "detected_at", "query_id", "batch_id", "watermark", "reason",
-            "late_by_seconds"}  # fmt: skip
+VOLATILE = {
+    "quarantined_at",
+    "detected_at",
+    "query_id",
+    "batch_id",
+    "watermark",
+    "reason",
+    "late_by_seconds",
+}
 # A relaunch starts a JVM and catches up before its first batch is recorded: seconds when the
 # machine is free, minutes when other JVMs compete for its cores.
 FIRST_BATCH_TIMEOUT_S = 600
@@ -93,14 +106,25 @@ def input_config(trial: int, cfg: ChaosConfig) -> ClickstreamConfig:
     """The trial's input: many users (so event time advances slowly per record), duplicates
     re-sent within a few records, late records within the watermark, no stale ones."""
     return ClickstreamConfig(
-        events=cfg.events, users=300, duplicate_rate=0.02, duplicate_window=20, late_rate=0.05,
-        malformed_rate=0.01, stale_share=0.0, seed=cfg.seed * 1000 + trial,
+        events=cfg.events,
+        users=300,
+        duplicate_rate=0.02,
+        duplicate_window=20,
+        late_rate=0.05,
+        malformed_rate=0.01,
+        stale_share=0.0,
+        seed=cfg.seed * 1000 + trial,
         start_time=datetime(2026, 11, 1, 8, 0, tzinfo=UTC),
-    )  # fmt: skip
+    )
 
 
-def run_trials(cfg: ChaosConfig, spark: SparkSession, bootstrap: str, workdir: Path,
-               say: Callable[[str], None] = lambda line: None) -> list[TrialResult]:  # fmt: skip
+def run_trials(
+    cfg: ChaosConfig,
+    spark: SparkSession,
+    bootstrap: str,
+    workdir: Path,
+    say: Callable[[str], None] = lambda line: None,
+) -> list[TrialResult]:
     """Every trial of ``cfg``: the pipelines of ``cfg.parallel`` trials are killed and relaunched
     at once, then each trial is compared with its clean catch-up run (in ``spark``)."""
     trials = range(1, cfg.trials + 1)
@@ -116,8 +140,9 @@ def run_trials(cfg: ChaosConfig, spark: SparkSession, bootstrap: str, workdir: P
     return results
 
 
-def _torture(trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path,
-             say: Callable[[str], None]) -> tuple[TrialResult, str, float]:  # fmt: skip
+def _torture(
+    trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path, say: Callable[[str], None]
+) -> tuple[TrialResult, str, float]:
     """Produce, kill and relaunch the pipeline, then let its last launch catch up and stop."""
     began, rng = time.monotonic(), random.Random(cfg.seed * 7919 + trial)
     result = TrialResult(trial)
@@ -125,9 +150,11 @@ def _torture(trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path,
     create_topics(bootstrap, {topic: 3})
     lake_dir = workdir / f"trial-{trial}"
     producer = threading.Thread(
-        target=produce, args=(bootstrap, topic, generate_clickstream(input_config(trial, cfg))),
-        kwargs={"rate_per_sec": cfg.rate_per_sec}, daemon=True,
-    )  # fmt: skip
+        target=produce,
+        args=(bootstrap, topic, generate_clickstream(input_config(trial, cfg))),
+        kwargs={"rate_per_sec": cfg.rate_per_sec},
+        daemon=True,
+    )
     producer.start()
     for kill in range(rng.randint(*cfg.kills)):
         worker, launched = launch_worker(lake_dir, bootstrap, topic), time.monotonic()
@@ -145,8 +172,9 @@ def _torture(trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path,
     _wait_caught_up(Lakehouse(lake_dir / "lakehouse"), bootstrap, topic, worker)
     os.kill(worker.pid, signal.SIGTERM)  # the Python driver only: it stops its JVM's queries
     if worker.wait(120) != 0:
-        raise RuntimeError(f"trial {trial}: the last launch did not stop cleanly; see "
-                           f"{lake_dir}/worker.log")  # fmt: skip
+        raise RuntimeError(
+            f"trial {trial}: the last launch did not stop cleanly; see {lake_dir}/worker.log"
+        )
     say(f"trial {trial}: caught up")
     return result, topic, began
 
@@ -154,8 +182,17 @@ def _torture(trial: int, cfg: ChaosConfig, bootstrap: str, workdir: Path,
 def launch_worker(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[bytes]:
     lake_dir.mkdir(parents=True, exist_ok=True)
     log = (lake_dir / "worker.log").open("ab")
-    command = [sys.executable, "-m", "platform_pipelines.runtime.chaos_worker", "--lake",
-               str(lake_dir), "--bootstrap", bootstrap, "--topic", topic]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "platform_pipelines.runtime.chaos_worker",
+        "--lake",
+        str(lake_dir),
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+    ]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -172,20 +209,25 @@ def first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[byt
         if any(ts > wall for ts in newest):
             return round(time.monotonic() - since, 1)
         time.sleep(0.2)
-    raise RuntimeError(f"no batch within {FIRST_BATCH_TIMEOUT_S} s of a launch (a starved or hung "
-                       f"pipeline); see {lake_dir}/worker.log")  # fmt: skip
+    raise RuntimeError(
+        f"no batch within {FIRST_BATCH_TIMEOUT_S} s of a launch (a starved or hung "
+        f"pipeline); see {lake_dir}/worker.log"
+    )
 
 
 def _caught_up(lake: Lakehouse, bootstrap: str, topic: str) -> bool:
     committed = kafka_committed_offsets(inspect_checkpoint(lake.checkpoint("clickstream_raw")))
     if committed.get(topic) != end_offsets(bootstrap, topic):
         return False
-    return all(committed_version(lake.checkpoint(s)) == (latest_version(lake.table(t)) or 0) + 1
-               for s, t in UPSTREAM.items())  # fmt: skip
+    return all(
+        committed_version(lake.checkpoint(s)) == (latest_version(lake.table(t)) or 0) + 1
+        for s, t in UPSTREAM.items()
+    )
 
 
-def _wait_caught_up(lake: Lakehouse, bootstrap: str, topic: str,
-                    worker: subprocess.Popen[bytes]) -> None:  # fmt: skip
+def _wait_caught_up(
+    lake: Lakehouse, bootstrap: str, topic: str, worker: subprocess.Popen[bytes]
+) -> None:
     deadline = time.monotonic() + 600
     while not _caught_up(lake, bootstrap, topic):
         if worker.poll() is not None or time.monotonic() > deadline:
@@ -195,12 +237,22 @@ def _wait_caught_up(lake: Lakehouse, bootstrap: str, topic: str,
 
 def _catch_up(spark: SparkSession, lake: Lakehouse, bootstrap: str, topic: str) -> None:
     registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
-    run_streams(StreamContext(spark, lake, bootstrap), [registry.get(s) for s in STREAMS],
-                RunOptions(mode="catch_up", max_offsets_per_trigger=50_000), lambda *_: None)  # fmt: skip
+    run_streams(
+        StreamContext(spark, lake, bootstrap),
+        [registry.get(s) for s in STREAMS],
+        RunOptions(mode="catch_up", max_offsets_per_trigger=50_000),
+        lambda *_: None,
+    )
 
 
-def _compare(result: TrialResult, spark: SparkSession, bootstrap: str, topic: str,
-             lake_dir: Path, reference_dir: Path) -> None:  # fmt: skip
+def _compare(
+    result: TrialResult,
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    lake_dir: Path,
+    reference_dir: Path,
+) -> None:
     trial, reference = Lakehouse(lake_dir / "lakehouse"), Lakehouse(reference_dir)
     _catch_up(spark, trial, bootstrap, topic)  # the last watermark-driven emissions settle
     _catch_up(spark, reference, bootstrap, topic)
@@ -217,5 +269,7 @@ def _rows(spark: SparkSession, lake: Lakehouse, table: str) -> Counter[tuple[tup
         return Counter()
     df = spark.read.format("delta").load(str(path))
     kept = [c for c in df.columns if c not in VOLATILE]
-    return Counter(tuple(sorted((k, str(v)) for k, v in r.asDict().items())) for r in
-                   df.select(*kept).collect())  # fmt: skip
+    return Counter(
+        tuple(sorted((k, str(v)) for k, v in r.asDict().items()))
+        for r in df.select(*kept).collect()
+    )

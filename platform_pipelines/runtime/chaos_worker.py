@@ -22,8 +22,12 @@ from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 
 STREAMS = ("clickstream_raw", "events", "user_sessions", "security_alerts")
-SPARK = SparkOptions(master="local[2]", state_partitions=2, ui_enabled=False,
-                     extra_conf={"spark.sql.streaming.pollingDelay": "10ms"})  # fmt: skip
+SPARK = SparkOptions(
+    master="local[2]",
+    state_partitions=2,
+    ui_enabled=False,
+    extra_conf={"spark.sql.streaming.pollingDelay": "10ms"},
+)
 
 
 def main() -> None:
@@ -39,8 +43,9 @@ def main() -> None:
     store = ProgressStore(args.lake / "progress")
     options = RunOptions(mode=args.mode, processing_time="1 second", max_offsets_per_trigger=500)
     recorder = ProgressRecorder(store, f"chaos-{os.getpid()}", {s.name: 1.0 for s in streams})
-    ctx = StreamContext(spark, Lakehouse(args.lake / "lakehouse"), args.bootstrap,
-                        on_batch=recorder.record_batch)  # fmt: skip
+    ctx = StreamContext(
+        spark, Lakehouse(args.lake / "lakehouse"), args.bootstrap, on_batch=recorder.record_batch
+    )
     with stop_requests() as stop:
         try:
             run_streams(ctx, streams, options, lambda *_: None, recorder=recorder, stop=stop)

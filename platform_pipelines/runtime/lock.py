@@ -25,10 +25,17 @@ from platform_pipelines.runtime.lock_postgres import LockDatabaseError, LockLost
 from platform_pipelines.settings import PlatformSettings, get_settings
 
 __all__ = [
-    "CheckpointBusyError", "CheckpointLocks", "LockDatabaseError", "LockLostError",
-    "LockNotConfiguredError", "describe_holder", "holder", "lock_backend", "locked_streams",
+    "CheckpointBusyError",
+    "CheckpointLocks",
+    "LockDatabaseError",
+    "LockLostError",
+    "LockNotConfiguredError",
+    "describe_holder",
+    "holder",
+    "lock_backend",
+    "locked_streams",
     "retire",
-]  # fmt: skip
+]
 
 LOCK_FILE = ".platform.lock"
 # Written into a checkpoint that a rebuild replaced (``runtime.reprocess``): a run that found the
@@ -87,8 +94,12 @@ class CheckpointLocks:
     ``settings`` (default: the environment's) says which backend (``lock_backend``).
     """
 
-    def __init__(self, checkpoints: Mapping[str, Checkpoint], owner: str = "",
-                 settings: PlatformSettings | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        checkpoints: Mapping[str, Checkpoint],
+        owner: str = "",
+        settings: PlatformSettings | None = None,
+    ) -> None:
         self._checkpoints = dict(checkpoints)
         self._owner = owner
         self._settings = settings
@@ -112,8 +123,12 @@ class CheckpointLocks:
             raise
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.release()
 
     def check(self) -> None:

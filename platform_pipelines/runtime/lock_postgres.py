@@ -36,8 +36,10 @@ RELEASE_BOUND_SECONDS = KEEPALIVE_IDLE + KEEPALIVE_INTERVAL * KEEPALIVE_COUNT
 # can hand its lock to another machine.
 CHECK_SECONDS, CLIENT_TIMEOUT_S = 5.0, 10
 _SCHEMA_KEY = -0x706C6174666F726D  # serialises the creation of TABLE by concurrent first users
-_ADVISORY = ("locktype = 'advisory' AND objsubid = 1 AND granted AND database = "
-             "(SELECT oid FROM pg_database WHERE datname = current_database())")  # fmt: skip
+_ADVISORY = (
+    "locktype = 'advisory' AND objsubid = 1 AND granted AND database = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 
 
 class LockDatabaseError(RuntimeError):
@@ -64,8 +66,10 @@ def describe(url: str) -> str:
         params = _parse(url)
     except LockDatabaseError:
         return "(an invalid URL)"
-    return (f"{params.get('user', '?')}@{params.get('host', 'localhost')}:"
-            f"{params.get('port', 5432)}/{params.get('dbname', '?')}")  # fmt: skip
+    return (
+        f"{params.get('user', '?')}@{params.get('host', 'localhost')}:"
+        f"{params.get('port', 5432)}/{params.get('dbname', '?')}"
+    )
 
 
 class AdvisoryLocks:
@@ -118,8 +122,9 @@ class AdvisoryLocks:
         self._next_check = time.monotonic() + CHECK_SECONDS
         try:
             cursor = self._conn.cursor()
-            cursor.execute(f"SELECT count(*) FROM pg_locks WHERE {_ADVISORY} "
-                           "AND pid = pg_backend_pid()")  # fmt: skip
+            cursor.execute(
+                f"SELECT count(*) FROM pg_locks WHERE {_ADVISORY} AND pid = pg_backend_pid()"
+            )
             held = cursor.fetchone()[0]
             error = "" if held >= len(self._held) else "the session no longer holds them"
         except Exception as failed:  # psycopg2.Error, or a closed connection
@@ -177,11 +182,15 @@ def connect(url: str) -> Any:
     params = _parse(url)
     try:
         conn = psycopg2.connect(
-            url, connect_timeout=CLIENT_TIMEOUT_S, keepalives=1, keepalives_idle=KEEPALIVE_IDLE,
-            keepalives_interval=KEEPALIVE_INTERVAL, keepalives_count=KEEPALIVE_COUNT,
+            url,
+            connect_timeout=CLIENT_TIMEOUT_S,
+            keepalives=1,
+            keepalives_idle=KEEPALIVE_IDLE,
+            keepalives_interval=KEEPALIVE_INTERVAL,
+            keepalives_count=KEEPALIVE_COUNT,
             tcp_user_timeout=CLIENT_TIMEOUT_S * 1000,
             application_name=f"platform stream lock {socket.gethostname()}:{os.getpid()}"[:63],
-        )  # fmt: skip
+        )
         conn.autocommit = True
     except psycopg2.Error as error:
         raise _unusable(url, error, params.get("password")) from None
@@ -196,9 +205,11 @@ def connect(url: str) -> Any:
 def _prepare(cursor: Any, version: int) -> None:
     """Ask the server to end the session when its client vanishes (and never for idleness);
     create ``TABLE`` if missing."""
-    settings = {"tcp_keepalives_idle": KEEPALIVE_IDLE,
-                "tcp_keepalives_interval": KEEPALIVE_INTERVAL,
-                "tcp_keepalives_count": KEEPALIVE_COUNT}  # fmt: skip
+    settings = {
+        "tcp_keepalives_idle": KEEPALIVE_IDLE,
+        "tcp_keepalives_interval": KEEPALIVE_INTERVAL,
+        "tcp_keepalives_count": KEEPALIVE_COUNT,
+    }
     if version >= 120000:
         settings["tcp_user_timeout"] = USER_TIMEOUT_MS
     if version >= 140000:

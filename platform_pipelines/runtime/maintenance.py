@@ -126,9 +126,11 @@ class MaintenanceResult:
         text += f" ({self.compaction_note})" if self.compaction_note else ""
         if self.vacuum is not None:
             verb = "would delete" if self.dry_run else "deleted"
-            text += (f"; VACUUM kept {self.retention.hours:,.0f} h ({self.retention.reason}), "
-                     f"{verb} {count(self.vacuum.files_deleted)} files "
-                     f"({size(self.vacuum.bytes_deleted)})")  # fmt: skip
+            text += (
+                f"; VACUUM kept {self.retention.hours:,.0f} h ({self.retention.reason}), "
+                f"{verb} {count(self.vacuum.files_deleted)} files "
+                f"({size(self.vacuum.bytes_deleted)})"
+            )
         return (
             f"{text}{'; ' + self.vacuum_note if self.vacuum_note else ''}; {duration(self.seconds)}"
         )
@@ -139,8 +141,12 @@ class MaintenanceBusy(RuntimeError):
 
 
 @contextmanager
-def table_lock(lake: Lakehouse, table: str, owner: str, wait_seconds: float = 0.0,
-               ) -> Iterator[None]:  # fmt: skip
+def table_lock(
+    lake: Lakehouse,
+    table: str,
+    owner: str,
+    wait_seconds: float = 0.0,
+) -> Iterator[None]:
     """Hold ``table``'s maintenance lock (an exclusive ``flock``), waiting up to ``wait_seconds``.
 
     Raises:
@@ -224,8 +230,12 @@ def oldest_read_version(checkpoint: Path) -> tuple[int, str] | None:
     return min(found) if found else None
 
 
-def reader_holds(lake: Lakehouse, streams: Iterable[Stream], table: str, now_ms: int,
-                 ) -> list[ReaderHold]:  # fmt: skip
+def reader_holds(
+    lake: Lakehouse,
+    streams: Iterable[Stream],
+    table: str,
+    now_ms: int,
+) -> list[ReaderHold]:
     """What every declared reader of ``table`` may still read, on its checkpoint and on those of
     its rebuilds not switched in yet (``reprocess/<id>/checkpoints``)."""
     path, holds = lake.table(table), []
@@ -253,8 +263,11 @@ def _committed_ms(table: Path, version: int, now_ms: int) -> int:
     return (commit_timestamp(table, oldest) if oldest is not None else None) or now_ms
 
 
-def retention_for(options: MaintenanceOptions, holds: Iterable[ReaderHold], now_ms: int,
-                  ) -> Retention:  # fmt: skip
+def retention_for(
+    options: MaintenanceOptions,
+    holds: Iterable[ReaderHold],
+    now_ms: int,
+) -> Retention:
     """The largest of the configured retention, the floor and every reader's need, rounded up to
     whole hours (as VACUUM uses it)."""
     holds = tuple(holds)
@@ -265,14 +278,22 @@ def retention_for(options: MaintenanceOptions, holds: Iterable[ReaderHold], now_
         age = timedelta(milliseconds=max(0, now_ms - hold.committed_ms))
         if age + options.margin > chosen:
             chosen = age + options.margin
-            reason = (f"{hold.stream} may still read version {hold.version} ({hold.where}), "
-                      f"committed {duration(age.total_seconds())} ago, + "
-                      f"{duration(options.margin.total_seconds())} margin")  # fmt: skip
+            reason = (
+                f"{hold.stream} may still read version {hold.version} ({hold.where}), "
+                f"committed {duration(age.total_seconds())} ago, + "
+                f"{duration(options.margin.total_seconds())} margin"
+            )
     return Retention(whole_hours(chosen), reason, holds)
 
 
-def maintain_table(spark: SparkSession, lake: Lakehouse, streams: Iterable[Stream], table: str,
-                   options: MaintenanceOptions, owner: str = "") -> MaintenanceResult:  # fmt: skip
+def maintain_table(
+    spark: SparkSession,
+    lake: Lakehouse,
+    streams: Iterable[Stream],
+    table: str,
+    options: MaintenanceOptions,
+    owner: str = "",
+) -> MaintenanceResult:
     """Compact ``table`` (unless told not to), then VACUUM it keeping what readers need.
 
     Raises:
@@ -281,9 +302,17 @@ def maintain_table(spark: SparkSession, lake: Lakehouse, streams: Iterable[Strea
     require_local(lake.root, "Table maintenance (OPTIMIZE and VACUUM)")
     streams, started, path = list(streams), time.monotonic(), lake.table(table)
     if not has_commit(path):
-        return MaintenanceResult(table, None, None, None, "no table yet",
-                                 Retention(options.retention, "no table"), None, 0.0,
-                                 options.dry_run)  # fmt: skip
+        return MaintenanceResult(
+            table,
+            None,
+            None,
+            None,
+            "no table yet",
+            Retention(options.retention, "no table"),
+            None,
+            0.0,
+            options.dry_run,
+        )
     with table_lock(lake, table, owner or f"pid {os.getpid()}"):
         before = table_files(path)
         compaction, note = _compact(spark, lake, streams, table, options)
@@ -293,26 +322,51 @@ def maintain_table(spark: SparkSession, lake: Lakehouse, streams: Iterable[Strea
             done, skipped = vacuum(spark, path, retention.duration, options.dry_run, True), ""
         except RetentionRefused as refused:  # longer than the log remembers replaced files
             fix = "lower the retention" if retention.reason == "configured" else "let it catch up"
-            done, skipped = None, (f"{refused} Asked for: {retention.reason}; {fix}, or raise "
-                                   "the table's delta.deletedFileRetentionDuration.")  # fmt: skip
+            done, skipped = (
+                None,
+                (
+                    f"{refused} Asked for: {retention.reason}; {fix}, or raise "
+                    "the table's delta.deletedFileRetentionDuration."
+                ),
+            )
         after = table_files(path)
-    return MaintenanceResult(table, before, after, compaction, note, retention, done,
-                             time.monotonic() - started, options.dry_run, skipped)  # fmt: skip
+    return MaintenanceResult(
+        table,
+        before,
+        after,
+        compaction,
+        note,
+        retention,
+        done,
+        time.monotonic() - started,
+        options.dry_run,
+        skipped,
+    )
 
 
-def _compact(spark: SparkSession, lake: Lakehouse, streams: list[Stream], table: str,
-             options: MaintenanceOptions) -> tuple[Compaction | None, str]:  # fmt: skip
+def _compact(
+    spark: SparkSession,
+    lake: Lakehouse,
+    streams: list[Stream],
+    table: str,
+    options: MaintenanceOptions,
+) -> tuple[Compaction | None, str]:
     """Compact ``table``, or say why not."""
     if not options.compact:
         return None, "compaction off"
     if options.dry_run:
         return None, "dry run: not compacted"
-    upserting = [s.name for s in streams
-                 if isinstance(s, StatefulStream) and s.output_mode == "update" and s.table == table]  # fmt: skip
+    upserting = [
+        s.name
+        for s in streams
+        if isinstance(s, StatefulStream) and s.output_mode == "update" and s.table == table
+    ]
     running = locked_streams((n, lake.checkpoint(n)) for n in upserting)
     if running:
-        return None, (f"not compacted: {', '.join(running)} upserts it and runs; its MERGE "
-                      "would fail if OPTIMIZE committed meanwhile. Run this while it is stopped")  # fmt: skip
+        return None, (
+            f"not compacted: {', '.join(running)} upserts it and runs; its MERGE "
+            "would fail if OPTIMIZE committed meanwhile. Run this while it is stopped"
+        )
     try:
         return compact(spark, lake.table(table)), ""
     except CompactionConflict as conflict:

@@ -73,15 +73,21 @@ class PgConnection:
 
     def dagster_env(self) -> dict[str, str]:
         """The variables ``dagster_home/dagster-postgres.yaml`` reads."""
-        return {"DAGSTER_PG_HOST": self.host, "DAGSTER_PG_PORT": str(self.port),
-                "DAGSTER_PG_USERNAME": self.user, "DAGSTER_PG_PASSWORD": self.password,
-                "DAGSTER_PG_DB": self.database}  # fmt: skip
+        return {
+            "DAGSTER_PG_HOST": self.host,
+            "DAGSTER_PG_PORT": str(self.port),
+            "DAGSTER_PG_USERNAME": self.user,
+            "DAGSTER_PG_PASSWORD": self.password,
+            "DAGSTER_PG_DB": self.database,
+        }
 
     @property
     def url(self) -> str:
         """``postgresql://user:password@host:port/database`` (``PLATFORM_LOCK_DATABASE_URL``)."""
-        return (f"postgresql://{quote(self.user)}:{quote(self.password, safe='')}@{self.host}:"
-                f"{self.port}/{quote(self.database)}")  # fmt: skip
+        return (
+            f"postgresql://{quote(self.user)}:{quote(self.password, safe='')}@{self.host}:"
+            f"{self.port}/{quote(self.database)}"
+        )
 
 
 class LocalPostgres:
@@ -124,10 +130,13 @@ class LocalPostgres:
         """Shell lines for ``dagster-postgres.yaml``; the password is read from its file when the
         shell runs them, never printed."""
         conn = self.connection(database)
-        return [f"export DAGSTER_PG_HOST={conn.host}", f"export DAGSTER_PG_PORT={conn.port}",
-                f"export DAGSTER_PG_USERNAME={conn.user}",
-                f'export DAGSTER_PG_PASSWORD="$(cat {shlex.quote(str(self.password_file))})"',
-                f"export DAGSTER_PG_DB={shlex.quote(conn.database)}"]  # fmt: skip
+        return [
+            f"export DAGSTER_PG_HOST={conn.host}",
+            f"export DAGSTER_PG_PORT={conn.port}",
+            f"export DAGSTER_PG_USERNAME={conn.user}",
+            f'export DAGSTER_PG_PASSWORD="$(cat {shlex.quote(str(self.password_file))})"',
+            f"export DAGSTER_PG_DB={shlex.quote(conn.database)}",
+        ]
 
     def start(self, timeout_s: float = 60) -> PgConnection:
         """Create the cluster if new, start it, wait until it answers, create the ``dagster``
@@ -138,8 +147,18 @@ class LocalPostgres:
             if not (self.data_dir / "PG_VERSION").exists():
                 self._initdb(bin_dir, timeout_s)
             port = self._choose_port()
-            self._pg_ctl(bin_dir, timeout_s, "start", "-w", "-t", str(int(timeout_s)), "-l",
-                         str(self.log_path), "-o", self._server_options(port))  # fmt: skip
+            self._pg_ctl(
+                bin_dir,
+                timeout_s,
+                "start",
+                "-w",
+                "-t",
+                str(int(timeout_s)),
+                "-l",
+                str(self.log_path),
+                "-o",
+                self._server_options(port),
+            )
             self._write_state(port)
         self.create_database(DATABASE)
         return self.connection()
@@ -150,8 +169,9 @@ class LocalPostgres:
         was_running = self.running() is not None
         pid = self._postmaster_pid()
         if pid is not None and _postmaster_alive(pid):
-            self._pg_ctl(find_bin_dir(), timeout_s, "stop", "-m", "fast", "-w", "-t",
-                         str(int(timeout_s)))  # fmt: skip
+            self._pg_ctl(
+                find_bin_dir(), timeout_s, "stop", "-m", "fast", "-w", "-t", str(int(timeout_s))
+            )
             was_running = True
         (self.folder / STATE_FILE).unlink(missing_ok=True)
         return was_running
@@ -168,9 +188,26 @@ class LocalPostgres:
     def sql(self, database: str, statement: str) -> list[list[str]]:
         """Run one SQL statement with ``psql`` on ``database``; its rows as lists of strings."""
         conn = self.connection(database)
-        cmd = [str(find_bin_dir() / "psql"), "-X", "-q", "-tA", "-F", "\t", "-v", "ON_ERROR_STOP=1",
-               "-h", conn.host, "-p", str(conn.port), "-U", conn.user, "-d", database,
-               "-c", statement]  # fmt: skip
+        cmd = [
+            str(find_bin_dir() / "psql"),
+            "-X",
+            "-q",
+            "-tA",
+            "-F",
+            "\t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            conn.host,
+            "-p",
+            str(conn.port),
+            "-U",
+            conn.user,
+            "-d",
+            database,
+            "-c",
+            statement,
+        ]
         env = {**os.environ, "PGPASSWORD": conn.password, "PGCONNECT_TIMEOUT": "10"}
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
         if done.returncode != 0:
@@ -182,8 +219,9 @@ class LocalPostgres:
         owner = _server_account()
         if owner is not None:
             os.chown(self.folder, owner.pw_uid, owner.pw_gid)
-            probe = subprocess.run(["test", "-w", str(self.folder)], check=False,
-                                   **_as_server_user(owner))  # fmt: skip
+            probe = subprocess.run(
+                ["test", "-w", str(self.folder)], check=False, **_as_server_user(owner)
+            )
             if probe.returncode != 0:
                 raise PostgresError(
                     f"PostgreSQL refuses to run as root, so it runs as the `{SERVER_USER}` user, "
@@ -204,9 +242,18 @@ class LocalPostgres:
             os.chown(self.password_file, owner.pw_uid, owner.pw_gid)
 
     def _initdb(self, bin_dir: Path, timeout_s: float) -> None:
-        cmd = [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", USER,
-               f"--pwfile={self.password_file}", "--auth=scram-sha-256", "--encoding=UTF8",
-               "--no-locale", *([] if self.durable else ["--no-sync"])]  # fmt: skip
+        cmd = [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            USER,
+            f"--pwfile={self.password_file}",
+            "--auth=scram-sha-256",
+            "--encoding=UTF8",
+            "--no-locale",
+            *([] if self.durable else ["--no-sync"]),
+        ]
         done = self._run(cmd, timeout_s)
         if done.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)  # a half-made cluster never starts
@@ -216,11 +263,23 @@ class LocalPostgres:
             )
 
     def _server_options(self, port: int) -> str:
-        options = ["-c", f"listen_addresses={HOST}", "-p", str(port),
-                   "-c", "unix_socket_directories="]  # fmt: skip
+        options = [
+            "-c",
+            f"listen_addresses={HOST}",
+            "-p",
+            str(port),
+            "-c",
+            "unix_socket_directories=",
+        ]
         if not self.durable:
-            options += ["-c", "fsync=off", "-c", "synchronous_commit=off",
-                        "-c", "full_page_writes=off"]  # fmt: skip
+            options += [
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ]
         return " ".join(shlex.quote(option) for option in options)
 
     def _pg_ctl(self, bin_dir: Path, timeout_s: float, *args: str) -> None:
@@ -237,8 +296,16 @@ class LocalPostgres:
         env = {**os.environ, "LC_ALL": "C"}
         kwargs = _as_server_user(_server_account())
         try:
-            return subprocess.run(cmd, env=env, cwd=self.folder, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False, **kwargs)  # fmt: skip
+            return subprocess.run(
+                cmd,
+                env=env,
+                cwd=self.folder,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+                **kwargs,
+            )
         except subprocess.TimeoutExpired as error:
             raise PostgresError(
                 f"{Path(cmd[0]).name} did not finish within {timeout_s:.0f}s. Last lines of "
@@ -262,8 +329,14 @@ class LocalPostgres:
             return None
 
     def _write_state(self, port: int) -> None:
-        state = {"pid": self._postmaster_pid(), "port": port, "host": HOST, "user": USER,
-                 "data_dir": str(self.data_dir), "log": str(self.log_path)}  # fmt: skip
+        state = {
+            "pid": self._postmaster_pid(),
+            "port": port,
+            "host": HOST,
+            "user": USER,
+            "data_dir": str(self.data_dir),
+            "log": str(self.log_path),
+        }
         (self.folder / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
         (self.folder / "last_port").write_text(f"{port}\n")
 

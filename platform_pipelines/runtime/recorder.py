@@ -64,8 +64,10 @@ class ProgressRecorder(StreamingQueryListener):
 
     def record_batch(self, stream: str, batch_id: int, counts: object) -> None:
         """What the stream's writer did with a micro-batch (``streams.sink.BatchCounts``)."""
-        fields = {k: int(getattr(counts, k)) for k in
-                  ("rows_in", "rows_out", "rows_late", "rows_quarantined")}  # fmt: skip
+        fields = {
+            k: int(getattr(counts, k))
+            for k in ("rows_in", "rows_out", "rows_late", "rows_quarantined")
+        }
         self.record(stream, "batch", batch_id=batch_id, counts=fields)
 
     def record_end(self, stream: str, error: BaseException | None = None, run: str = "") -> None:
@@ -109,8 +111,12 @@ class ProgressRecorder(StreamingQueryListener):
                 return
             self._ended.add(str(event.runId))
         if event.exception:
-            self.record(name, "terminated", error_class=event.errorClassOnException or "Error",
-                        error=_first_line(event.exception))  # fmt: skip
+            self.record(
+                name,
+                "terminated",
+                error_class=event.errorClassOnException or "Error",
+                error=_first_line(event.exception),
+            )
         else:
             self.record(name, "terminated")
 

@@ -79,18 +79,28 @@ class ReprocessPlan:
     told: tuple[str, ...] = ()
 
 
-def plan_reprocess(registry: StreamRegistry, name: str, start: Start, downstream: Downstream,
-                   timestamp_ms: int | None = None, rebuild_id: str = "") -> ReprocessPlan:  # fmt: skip
+def plan_reprocess(
+    registry: StreamRegistry,
+    name: str,
+    start: Start,
+    downstream: Downstream,
+    timestamp_ms: int | None = None,
+    rebuild_id: str = "",
+) -> ReprocessPlan:
     """Which streams a rebuild of ``name`` covers (pure: reads only the declarations)."""
     target = registry.get(name)
     if start == "timestamp" and timestamp_ms is None:
-        raise ReprocessRefused("A rebuild from a timestamp needs the time to start from: give "
-                               "it (--timestamp, or `timestamp` in the launch config) in ISO "
-                               "8601, e.g. 2026-11-23T10:00:00Z.")  # fmt: skip
+        raise ReprocessRefused(
+            "A rebuild from a timestamp needs the time to start from: give "
+            "it (--timestamp, or `timestamp` in the launch config) in ISO "
+            "8601, e.g. 2026-11-23T10:00:00Z."
+        )
     if start == "bronze" and target.topic:
         what = "a bronze stream" if isinstance(target, IngestStream) else "read from Kafka"
-        raise ReprocessRefused(f"{name} is {what}: its input is Kafka, not a bronze table; "
-                               "start it from earliest or from a timestamp instead.")  # fmt: skip
+        raise ReprocessRefused(
+            f"{name} is {what}: its input is Kafka, not a bronze table; "
+            "start it from earliest or from a timestamp instead."
+        )
     chosen = {name}
     producers = {s.table: s for s in registry}
     stream: Stream = target
@@ -139,25 +149,35 @@ def shadow_of(lake: Lakehouse, registry: StreamRegistry, plan: ReprocessPlan) ->
     """The lakehouse the rebuild runs on."""
     folder = scratch(lake, plan.rebuild_id)
     streams = [registry.get(n) for n in plan.streams]
-    tables = {s.table: lake.root / "tables" / generation_folder(s.table, plan.rebuild_id)
-              for s in streams}  # fmt: skip
+    tables = {
+        s.table: lake.root / "tables" / generation_folder(s.table, plan.rebuild_id) for s in streams
+    }
     tables |= {t: folder / "tables" / t for t in PLATFORM_TABLES}
-    checkpoints = {s.name: lake.root / "checkpoints" / generation_folder(s.name, plan.rebuild_id)
-                   for s in streams}  # fmt: skip
+    checkpoints = {
+        s.name: lake.root / "checkpoints" / generation_folder(s.name, plan.rebuild_id)
+        for s in streams
+    }
     return ShadowLakehouse(lake.root, tables, checkpoints)
 
 
-def rebuild(spark: SparkSession, lake: Lakehouse, bootstrap: str, registry: StreamRegistry,
-            plan: ReprocessPlan, on_stream: Callable[[str], None] = lambda name: None,
-            ) -> Rebuilt:  # fmt: skip
+def rebuild(
+    spark: SparkSession,
+    lake: Lakehouse,
+    bootstrap: str,
+    registry: StreamRegistry,
+    plan: ReprocessPlan,
+    on_stream: Callable[[str], None] = lambda name: None,
+) -> Rebuilt:
     """Run the plan's streams to the end of their input on the shadow lakehouse."""
     require_local(lake.root, "Rebuilds (platform reprocess)")
     require_local(lake.root, "Rebuilds (platform reprocess)")
     shadow = shadow_of(lake, registry, plan)
     folder = scratch(lake, plan.rebuild_id)
     if folder.exists() or any(shadow.checkpoint(n).exists() for n in plan.streams):
-        raise ReprocessRefused(f"A rebuild named {plan.rebuild_id} already exists ({folder}); "
-                               "switch it in (--switch) or pick another id.")  # fmt: skip
+        raise ReprocessRefused(
+            f"A rebuild named {plan.rebuild_id} already exists ({folder}); "
+            "switch it in (--switch) or pick another id."
+        )
     folder.mkdir(parents=True)
     (folder / PLAN_FILE).write_text(json.dumps(asdict(plan), indent=1) + "\n")
     streams = [registry.get(n) for n in plan.streams]
@@ -166,14 +186,24 @@ def rebuild(spark: SparkSession, lake: Lakehouse, bootstrap: str, registry: Stre
     ctx = StreamContext(spark, shadow, bootstrap)
     for stream in streams:  # one at a time, upstream first, so progress can be told per stream
         on_stream(stream.name)
-        run_streams(ctx, [stream], RunOptions(mode="catch_up"), lambda *_: None,
-                    owner=f"platform reprocess {plan.rebuild_id}")  # fmt: skip
+        run_streams(
+            ctx,
+            [stream],
+            RunOptions(mode="catch_up"),
+            lambda *_: None,
+            owner=f"platform reprocess {plan.rebuild_id}",
+        )
     rows = {s.name: _count(spark, shadow.table(s.table)) for s in streams}
     return Rebuilt(plan, folder, rows)
 
 
-def _write_start(spark: SparkSession, lake: Lakehouse, shadow: ShadowLakehouse, stream: Stream,
-                 plan: ReprocessPlan) -> None:  # fmt: skip
+def _write_start(
+    spark: SparkSession,
+    lake: Lakehouse,
+    shadow: ShadowLakehouse,
+    stream: Stream,
+    plan: ReprocessPlan,
+) -> None:
     """A start plan for a stream whose input is not rebuilt with it, when starting at a time."""
     if plan.start != "timestamp" or plan.timestamp_ms is None:
         return
@@ -211,8 +241,9 @@ class Switched:
     retired: dict[str, Path]  # old table generations and checkpoints (delete when not needed)
 
 
-def switch(spark: SparkSession, lake: Lakehouse, registry: StreamRegistry,
-           plan: ReprocessPlan) -> Switched:  # fmt: skip
+def switch(
+    spark: SparkSession, lake: Lakehouse, registry: StreamRegistry, plan: ReprocessPlan
+) -> Switched:
     """Switch a finished rebuild in (see the module docstring).
 
     Raises:
@@ -226,8 +257,10 @@ def switch(spark: SparkSession, lake: Lakehouse, registry: StreamRegistry,
     streams = [registry.get(n) for n in plan.streams]
     missing = [s.name for s in streams if not (shadow.checkpoint(s.name) / "commits").is_dir()]
     if missing:
-        raise ReprocessRefused(f"The rebuild {plan.rebuild_id} did not finish {', '.join(missing)}"
-                               f"; delete {folder} and reprocess again.")  # fmt: skip
+        raise ReprocessRefused(
+            f"The rebuild {plan.rebuild_id} did not finish {', '.join(missing)}"
+            f"; delete {folder} and reprocess again."
+        )
     held = {n: lake.checkpoint(n) for n in (*plan.streams, *plan.told)}
     tables = lake.root / "tables"
     with CheckpointLocks(held, owner=f"platform reprocess {plan.rebuild_id} (switch)"):
@@ -255,8 +288,14 @@ def _platform_rows(stream: Stream) -> list[tuple[str, str]]:
     return rows
 
 
-def _replace_rows(spark: SparkSession, lake: Lakehouse, shadow: ShadowLakehouse, table: str,
-                  predicate: str, rebuild_id: str) -> None:  # fmt: skip
+def _replace_rows(
+    spark: SparkSession,
+    lake: Lakehouse,
+    shadow: ShadowLakehouse,
+    table: str,
+    predicate: str,
+    rebuild_id: str,
+) -> None:
     """Replace the live table's rows matching ``predicate`` by the rebuild's, in one commit."""
     source = shadow.table(table)
     rebuilt: DataFrame = (
@@ -286,7 +325,14 @@ def load_plan(lake: Lakehouse, rebuild_id: str) -> ReprocessPlan:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ReprocessRefused(f"No rebuild {rebuild_id} waits to be switched in ({path} is "
-                               "missing); list them with `ls reprocess/`.") from None  # fmt: skip
-    return ReprocessPlan(data["rebuild_id"], tuple(data["streams"]), data["start"],
-                         data.get("timestamp_ms"), tuple(data.get("told", ())))  # fmt: skip
+        raise ReprocessRefused(
+            f"No rebuild {rebuild_id} waits to be switched in ({path} is "
+            "missing); list them with `ls reprocess/`."
+        ) from None
+    return ReprocessPlan(
+        data["rebuild_id"],
+        tuple(data["streams"]),
+        data["start"],
+        data.get("timestamp_ms"),
+        tuple(data.get("told", ())),
+    )

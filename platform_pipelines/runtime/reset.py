@@ -59,17 +59,20 @@ class ResetResult:
     late_rows_returned: int
 
 
-def reset_watermark(spark: SparkSession, lakehouse: Lakehouse, stream: StatefulStream,
-                    force: bool = False) -> ResetResult:  # fmt: skip
+def reset_watermark(
+    spark: SparkSession, lakehouse: Lakehouse, stream: StatefulStream, force: bool = False
+) -> ResetResult:
     """Reset ``stream`` onto a new checkpoint that replays what the bad watermark refused."""
     require_local(lakehouse.root, "Resetting a watermark (it moves the checkpoint folder)")
     if stream.watermark is None:
         raise ResetRefused(f"Stream {stream.name!r} has no watermark: nothing to reset.")
     if stream.topic:
-        raise ResetRefused(f"Stream {stream.name!r} reads its Kafka topic itself (reads='kafka'), "
-                           "and a reset replays upstream table versions. Rebuild it from a time "
-                           f"before the bad watermark instead: `platform reprocess {stream.name} "
-                           "--from timestamp --timestamp <ISO time>`.")  # fmt: skip
+        raise ResetRefused(
+            f"Stream {stream.name!r} reads its Kafka topic itself (reads='kafka'), "
+            "and a reset replays upstream table versions. Rebuild it from a time "
+            f"before the bad watermark instead: `platform reprocess {stream.name} "
+            "--from timestamp --timestamp <ISO time>`."
+        )
     checkpoint = lakehouse.checkpoint(stream.name)
     with CheckpointLocks({stream.name: checkpoint}, owner="platform stream reset-watermark"):
         first = _first_replayed_batch(checkpoint, force)
@@ -87,8 +90,11 @@ def reset_watermark(spark: SparkSession, lakehouse: Lakehouse, stream: StatefulS
 def _first_replayed_batch(checkpoint: Path, force: bool) -> int:
     ids = [b for b in batch_ids(checkpoint) if b > 0]
     committed = set(batch_ids(checkpoint, "commits"))
-    times = [BatchTimes(b, c.timestamp_ms, c.late_until_ms)
-             for b in ids if b in committed and (c := batch_clock(checkpoint, b))]  # fmt: skip
+    times = [
+        BatchTimes(b, c.timestamp_ms, c.late_until_ms)
+        for b in ids
+        if b in committed and (c := batch_clock(checkpoint, b))
+    ]
     first = first_poisoned_batch(times)
     if first is None and not force:
         raise ResetRefused(
@@ -114,8 +120,9 @@ def _guard_until(checkpoint: Path, first: int, stream: StatefulStream) -> int:
     return sane + 2 * delay
 
 
-def _forget(spark: SparkSession, lakehouse: Lakehouse, stream: str, query_id: str,
-            first: int) -> int:  # fmt: skip
+def _forget(
+    spark: SparkSession, lakehouse: Lakehouse, stream: str, query_id: str, first: int
+) -> int:
     """Remove the replayed batches' late rows and ledger rows; return the late rows removed."""
     replayed = (
         (F.col("stream") == stream) & (F.col("query_id") == query_id) & (F.col("batch_id") >= first)

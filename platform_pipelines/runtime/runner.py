@@ -70,8 +70,13 @@ class CheckpointDamagedError(RuntimeError):
     """The stream's checkpoint is inconsistent: starting a query on it would fail or lose data."""
 
 
-def start_stream(ctx: StreamContext, stream: Stream, options: RunOptions, phase: Phase,
-                 also_create: Mapping[str, StructType] | None = None) -> StreamingQuery:  # fmt: skip
+def start_stream(
+    ctx: StreamContext,
+    stream: Stream,
+    options: RunOptions,
+    phase: Phase,
+    also_create: Mapping[str, StructType] | None = None,
+) -> StreamingQuery:
     """Create the stream's tables (and ``also_create``: the tables of the streams that start
     after it in the same run) if needed and start one phase of its query."""
     check_checkpoint(ctx, stream.name)
@@ -181,8 +186,9 @@ def run_streams(
                 supervisor.wait([s.name for s in wave])
             for stream in (s for s in streams if per_stream[s.name].mode == "continuous"):
                 on_start(stream.name, "continuous")
-                supervisor.add(stream.name, start_stream(ctx, stream, per_stream[stream.name],
-                                                         "continuous"))  # fmt: skip
+                supervisor.add(
+                    stream.name, start_stream(ctx, stream, per_stream[stream.name], "continuous")
+                )
             supervisor.wait()
         finally:
             if recorder:

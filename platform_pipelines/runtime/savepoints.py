@@ -92,8 +92,9 @@ class RestoreResult:
     tables: list[TableRestore]
 
 
-def create_savepoint(lakehouse: Lakehouse, stream: Stream, name: str | None = None,
-                     now_ms: int | None = None) -> Manifest:  # fmt: skip
+def create_savepoint(
+    lakehouse: Lakehouse, stream: Stream, name: str | None = None, now_ms: int | None = None
+) -> Manifest:
     """Save ``stream``'s checkpoint and its tables' versions as savepoint ``name`` (default: the
     UTC time). Needs no Spark.
 
@@ -118,17 +119,28 @@ def create_savepoint(lakehouse: Lakehouse, stream: Stream, name: str | None = No
         if not committed:
             _nothing_to_save(stream.name, checkpoint)
         batch, query_id = committed[-1], query_id_of(checkpoint)
-        marks = tuple(_mark(lakehouse, table, app, batch)
-                      for table, app in writer_ids(stream, query_id).items())  # fmt: skip
+        marks = tuple(
+            _mark(lakehouse, table, app, batch)
+            for table, app in writer_ids(stream, query_id).items()
+        )
         planned = offsets_metadata(checkpoint, batch + 1)  # a batch left without its commit
         since = int(planned["batchTimestampMs"]) if planned else now_ms
         partial = folder.parent / f".{name}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         copy_checkpoint(checkpoint, partial / CHECKPOINT_COPY, batch)
         offsets = kafka_offsets(checkpoint, batch) if isinstance(stream, IngestStream) else {}
-        manifest = Manifest(stream.name, name, now_ms, query_id, batch, marks, offsets,
-                            folder_bytes(partial / CHECKPOINT_COPY),
-                            min(since, now_ms) - _CLOCK_SKEW_MS, _folders(lakehouse, stream))  # fmt: skip
+        manifest = Manifest(
+            stream.name,
+            name,
+            now_ms,
+            query_id,
+            batch,
+            marks,
+            offsets,
+            folder_bytes(partial / CHECKPOINT_COPY),
+            min(since, now_ms) - _CLOCK_SKEW_MS,
+            _folders(lakehouse, stream),
+        )
         write_manifest(partial, manifest)
         partial.rename(folder)  # a savepoint is complete, or absent
     return manifest
@@ -136,8 +148,10 @@ def create_savepoint(lakehouse: Lakehouse, stream: Stream, name: str | None = No
 
 def _folders(lakehouse: Lakehouse, stream: Stream) -> dict[str, str]:
     own = [t for t in stream.outputs if t not in SHARED_TABLES]
-    return {"checkpoint": lakehouse.checkpoint(stream.name).name,
-            **{t: lakehouse.table(t).name for t in own}}  # fmt: skip
+    return {
+        "checkpoint": lakehouse.checkpoint(stream.name).name,
+        **{t: lakehouse.table(t).name for t in own},
+    }
 
 
 def _nothing_to_save(stream: str, checkpoint: Path) -> NoReturn:
@@ -158,8 +172,10 @@ def _mark(lakehouse: Lakehouse, table: str, app_id: str, batch: int) -> TableMar
 
 def list_savepoints(lakehouse: Lakehouse, stream: str | None = None) -> list[Savepoint]:
     """The savepoints of ``stream`` (or of every stream), oldest first."""
-    return [Savepoint(m, folder, folder_bytes(folder))
-            for m, folder in list_manifests(lakehouse.root, stream)]  # fmt: skip
+    return [
+        Savepoint(m, folder, folder_bytes(folder))
+        for m, folder in list_manifests(lakehouse.root, stream)
+    ]
 
 
 def find_savepoint(lakehouse: Lakehouse, stream: str, name: str | None = None) -> Savepoint:
@@ -177,21 +193,34 @@ def find_savepoint(lakehouse: Lakehouse, stream: str, name: str | None = None) -
         if savepoint.manifest.name == name:
             return savepoint
     known = ", ".join(s.manifest.name for s in found)
-    raise SavepointRefused(f"Stream {stream!r} has no savepoint named {name!r}; it has: {known} "
-                           f"(`platform savepoint list {stream}`).")  # fmt: skip
+    raise SavepointRefused(
+        f"Stream {stream!r} has no savepoint named {name!r}; it has: {known} "
+        f"(`platform savepoint list {stream}`)."
+    )
 
 
-def readers_of(lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream],
-               tables: set[str]) -> list[str]:  # fmt: skip
+def readers_of(
+    lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream], tables: set[str]
+) -> list[str]:
     """The other declared streams that read one of ``tables`` as a Delta stream and have a
     checkpoint (one that starts later reads the table's state then, not its history)."""
-    return [s.name for s in declared if isinstance(s, StatefulStream) and s.name != stream.name
-            and s.upstream in tables and lakehouse.checkpoint(s.name).exists()]  # fmt: skip
+    return [
+        s.name
+        for s in declared
+        if isinstance(s, StatefulStream)
+        and s.name != stream.name
+        and s.upstream in tables
+        and lakehouse.checkpoint(s.name).exists()
+    ]
 
 
-def restore_savepoint(lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream],
-                      session: Callable[[], SparkSession], name: str | None = None,
-                      ) -> RestoreResult:  # fmt: skip
+def restore_savepoint(
+    lakehouse: Lakehouse,
+    stream: Stream,
+    declared: Sequence[Stream],
+    session: Callable[[], SparkSession],
+    name: str | None = None,
+) -> RestoreResult:
     """Put ``stream``'s checkpoint and tables back to savepoint ``name`` (None: the newest).
 
     ``session`` gives the SparkSession, called only when a table must change. ``declared`` are
@@ -206,16 +235,21 @@ def restore_savepoint(lakehouse: Lakehouse, stream: Stream, declared: Sequence[S
     manifest = savepoint.manifest
     _refuse_readers(lakehouse, stream, declared, manifest)
     if moved := rebuilt_since(manifest, _folders(lakehouse, stream)):
-        raise SavepointRefused(f"Savepoint {manifest.name!r} of {stream.name!r} was taken before "
-                               f"the stream was rebuilt ({moved}). Nothing was changed; take "
-                               "savepoints of the rebuilt stream.")  # fmt: skip
+        raise SavepointRefused(
+            f"Savepoint {manifest.name!r} of {stream.name!r} was taken before "
+            f"the stream was rebuilt ({moved}). Nothing was changed; take "
+            "savepoints of the rebuilt stream."
+        )
     _refuse_superseded(lakehouse, manifest)
     checkpoint = lakehouse.checkpoint(stream.name)
     with _locked(stream.name, checkpoint, "restore"):
         current = query_id_of(checkpoint)
         rolled = [m for m in manifest.own if latest_version(lakehouse.table(m.table)) != m.version]
-        forgotten = [m for m in _shared(stream, manifest) if current != manifest.query_id
-                     or _written_after(lakehouse, m, manifest)]  # fmt: skip
+        forgotten = [
+            m
+            for m in _shared(stream, manifest)
+            if current != manifest.query_id or _written_after(lakehouse, m, manifest)
+        ]
         spark = session() if rolled or forgotten else None
         for mark in rolled:
             assert spark is not None
@@ -229,10 +263,16 @@ def restore_savepoint(lakehouse: Lakehouse, stream: Stream, declared: Sequence[S
         stamp = f"{manifest.stream}-{time.time_ns() // 1_000_000}-before-{manifest.name}"
         archived = lakehouse.root / "checkpoints" / "_archive" / stamp
         swap_checkpoint(checkpoint, savepoint.folder / CHECKPOINT_COPY, archived)
-        done = [restore_version(spark, lakehouse.table(m.table), m, manifest.batch)
-                for m in rolled if spark is not None]  # fmt: skip
-        done += [forget_rows_after(spark, lakehouse.table(m.table), m, manifest)
-                 for m in forgotten if spark is not None]  # fmt: skip
+        done = [
+            restore_version(spark, lakehouse.table(m.table), m, manifest.batch)
+            for m in rolled
+            if spark is not None
+        ]
+        done += [
+            forget_rows_after(spark, lakehouse.table(m.table), m, manifest)
+            for m in forgotten
+            if spark is not None
+        ]
         _check_tags(lakehouse, manifest, [*manifest.own, *_shared(stream, manifest)])
         journal.unlink()
     return RestoreResult(manifest, archived, done)
@@ -248,8 +288,9 @@ def restore_pending(lakehouse: Lakehouse, stream: str) -> str | None:
     return str(json.loads(text)["savepoint"])
 
 
-def _refuse_readers(lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream],
-                    manifest: Manifest) -> None:  # fmt: skip
+def _refuse_readers(
+    lakehouse: Lakehouse, stream: Stream, declared: Sequence[Stream], manifest: Manifest
+) -> None:
     own = {m.table for m in manifest.own}
     readers = readers_of(lakehouse, stream, declared, own)
     if readers:
@@ -273,8 +314,11 @@ def _shared(stream: Stream, manifest: Manifest) -> list[TableMark]:
     """The shared tables of the savepoint, and any the stream writes now (a watermark added
     since): its rows written there after the savepoint go too."""
     saved = {m.table for m in manifest.tables}
-    now = [TableMark(t, None, True, app) for t, app in writer_ids(stream, manifest.query_id).items()
-           if t in SHARED_TABLES and t not in saved]  # fmt: skip
+    now = [
+        TableMark(t, None, True, app)
+        for t, app in writer_ids(stream, manifest.query_id).items()
+        if t in SHARED_TABLES and t not in saved
+    ]
     return [*manifest.shared, *now]
 
 
@@ -311,9 +355,11 @@ def _locked(stream: str, checkpoint: Path, doing: str) -> Iterator[None]:
         locks.__enter__()
     except CheckpointBusyError:
         who = describe_holder(holder(checkpoint))
-        raise SavepointRefused(f"Cannot {doing} stream {stream!r} while it runs: {who} holds its "
-                               f"checkpoint {checkpoint}. Stop it first (cancel its run in Dagster, "
-                               "or Ctrl-C its command), then try again.") from None  # fmt: skip
+        raise SavepointRefused(
+            f"Cannot {doing} stream {stream!r} while it runs: {who} holds its "
+            f"checkpoint {checkpoint}. Stop it first (cancel its run in Dagster, "
+            "or Ctrl-C its command), then try again."
+        ) from None
     try:
         yield
     finally:

@@ -35,9 +35,14 @@ def summarize_failure(name: str, error: BaseException) -> str:
 class Supervisor:
     """Watches running queries, reports each new progress once and raises when one fails."""
 
-    def __init__(self, on_progress: ProgressCallback, on_end: EndCallback = lambda n, e, r: None,
-                 stop: StopRequest | None = None, poll_seconds: float = 1.0,
-                 watch: Callable[[], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        on_progress: ProgressCallback,
+        on_end: EndCallback = lambda n, e, r: None,
+        stop: StopRequest | None = None,
+        poll_seconds: float = 1.0,
+        watch: Callable[[], None] | None = None,
+    ) -> None:
         self._on_progress = on_progress
         self._watch = watch
         self._on_end = on_end

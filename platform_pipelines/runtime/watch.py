@@ -56,8 +56,9 @@ def access_problem(bootstrap: str, timeout_s: float = 5.0) -> str | None:
 class BrokerWatch:
     """Watches the broker that ``streams`` read (nothing to watch when none reads Kafka)."""
 
-    def __init__(self, bootstrap: str, streams: Sequence[Stream], log: Log,
-                 every_seconds: float = 10.0) -> None:  # fmt: skip
+    def __init__(
+        self, bootstrap: str, streams: Sequence[Stream], log: Log, every_seconds: float = 10.0
+    ) -> None:
         self._bootstrap = bootstrap
         self._names = ", ".join(s.name for s in streams)
         self._log = log

@@ -159,9 +159,23 @@ class LocalSparkCluster:
             self._start_master(conf, deadline)
             assert self.master_url is not None
             for n in range(1, self.spec.workers + 1):
-                args = ["--host", HOST, "--port", "0", "--webui-port", "0", "--cores",
-                        str(self.spec.cores), "--memory", self.spec.memory, "--work-dir",
-                        str(self.work_dir(n)), "--properties-file", str(conf), self.master_url]  # fmt: skip
+                args = [
+                    "--host",
+                    HOST,
+                    "--port",
+                    "0",
+                    "--webui-port",
+                    "0",
+                    "--cores",
+                    str(self.spec.cores),
+                    "--memory",
+                    self.spec.memory,
+                    "--work-dir",
+                    str(self.work_dir(n)),
+                    "--properties-file",
+                    str(conf),
+                    self.master_url,
+                ]
                 self._launch(f"worker-{n}", WORKER_CLASS, args, self.work_dir(n).parent)
             self._wait_for_workers(deadline)
         except BaseException:  # Ctrl-C included: never leave daemons without cluster.json
@@ -208,8 +222,16 @@ class LocalSparkCluster:
 
     def _start_master(self, conf: Path, deadline: float) -> None:
         port, webui = self._ports()
-        args = ["--host", HOST, "--port", str(port), "--webui-port", str(webui),
-                "--properties-file", str(conf)]  # fmt: skip
+        args = [
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--webui-port",
+            str(webui),
+            "--properties-file",
+            str(conf),
+        ]
         log = self.log("master")
         since = log.stat().st_size if log.exists() else 0  # the log keeps earlier starts
         self._launch("master", MASTER_CLASS, args, self.base_dir / "master")
@@ -283,10 +305,11 @@ class LocalSparkCluster:
         found = "Errors:\n" + "\n".join(causes[:8]) + "\n" if causes else ""
         return (
             f"The Spark {name} of the local cluster in {self.base_dir} {what}. {found}"
-            f"Last lines of {log}:\n" + "\n".join(lines[-20:])
+            f"Last lines of {log}:\n"
+            + "\n".join(lines[-20:])
             + "\nIf a port is taken or the machine is short of memory, free it (or start fewer "
             "workers, `--workers`) and start the cluster again."
-        )  # fmt: skip
+        )
 
     def _signal_all(self, pids: list[int], timeout_s: float) -> None:
         for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):

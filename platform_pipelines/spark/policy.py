@@ -130,7 +130,9 @@ def run_conf_problems(conf: Mapping[str, object], field: str = "spark_conf") -> 
         )
         problems.append(f"{field}: {key!r} is refused: {why}; {instead}.")
     if problems:
-        problems.append(f"{field}: a run may set only these tuning keys: "
-                        f"{', '.join(sorted(TUNING_KEYS))}, {_ROCKSDB}<"
-                        f"{'|'.join(sorted(_ROCKSDB_TUNING))}>.")  # fmt: skip
+        problems.append(
+            f"{field}: a run may set only these tuning keys: "
+            f"{', '.join(sorted(TUNING_KEYS))}, {_ROCKSDB}<"
+            f"{'|'.join(sorted(_ROCKSDB_TUNING))}>."
+        )
     return problems

@@ -17,8 +17,16 @@ from typing import Any, Protocol
 from platform_pipelines.core.times import from_ms, to_ms
 
 __all__ = [
-    "Clock", "Event", "Key", "KeyedLogic", "SeedableLogic", "State", "Step", "from_ms", "to_ms",
-]  # fmt: skip
+    "Clock",
+    "Event",
+    "Key",
+    "KeyedLogic",
+    "SeedableLogic",
+    "State",
+    "Step",
+    "from_ms",
+    "to_ms",
+]
 
 State = dict[str, Any]
 Event = Mapping[str, Any]

@@ -25,11 +25,16 @@ def failed_login_alerts(events: DataFrame, cfg: AlertConfig) -> DataFrame:
     ``platform.alerts.FailedLoginAlerts`` (``jvm.ensure_compiled("alerts")``)."""
     spark = events.sparkSession
     prepared = events.select(
-        "user_id", "event_type", F.unix_millis("event_time").alias("event_time_ms"),
+        "user_id",
+        "event_type",
+        F.unix_millis("event_time").alias("event_time_ms"),
         WATERMARK_COLUMN,
-    )  # fmt: skip
-    alerts = platform_class(spark, "platform.alerts.FailedLoginAlerts",
-                            "declare the stream with logic=FailedLoginAlerts(...)")  # fmt: skip
+    )
+    alerts = platform_class(
+        spark,
+        "platform.alerts.FailedLoginAlerts",
+        "declare the stream with logic=FailedLoginAlerts(...)",
+    )
     raised = DataFrame(alerts.alerts(prepared._jdf, cfg.threshold, cfg.window_ms), spark)
     return raised.select(
         *[F.timestamp_millis(_AS_TIME[n]).alias(n) if n in _AS_TIME else n for n in ALERT_FIELDS]

@@ -43,12 +43,16 @@ _ACCEPTED = {
     "boolean": ("BOOLEAN",),
     "array<string>": ("ARRAY<STRING>", "ARRAY<VOID>"),
 }
-_CAST = {"long": "bigint", "int": "int", "double": "double", "boolean": "boolean",
-         "array<string>": "array<string>"}  # fmt: skip
+_CAST = {
+    "long": "bigint",
+    "int": "int",
+    "double": "double",
+    "boolean": "boolean",
+    "array<string>": "array<string>",
+}
 
 
-def parse_records(kafka_rows: DataFrame, source: KafkaSource, now: datetime | Column
-                  ) -> DataFrame:  # fmt: skip
+def parse_records(kafka_rows: DataFrame, source: KafkaSource, now: datetime | Column) -> DataFrame:
     """Kafka rows -> ``raw_value``, ``raw_bytes``, ``raw_size``, the Kafka position, the typed
     fields and ``reason`` (null when the record is good); see ``RecordParser``."""
     return RecordParser(source).parse(kafka_rows, now)
@@ -72,7 +76,8 @@ class RecordParser:
         keep_text = ~too_big & ~bad_utf8
         self._read = [
             F.when(keep_text, text).alias("raw_value"),
-            F.when(too_big, F.substring(value, 1, KEPT_BYTES)).when(bad_utf8, value)
+            F.when(too_big, F.substring(value, 1, KEPT_BYTES))
+            .when(bad_utf8, value)
             .alias("raw_bytes"),
             F.length(value).cast("long").alias("raw_size"),
             F.col("partition").alias("kafka_partition"),
@@ -81,7 +86,7 @@ class RecordParser:
             F.when(keep_text, F.try_parse_json(text)).alias("_v"),
             too_big.alias("_too_big"),
             bad_utf8.alias("_bad_utf8"),
-        ]  # fmt: skip
+        ]
         names = list(source.schema)
         declared = F.array(*[F.lit(n) for n in names])
         # The top-level keys; null unless the text is a JSON object. Reading them from the text
@@ -93,7 +98,7 @@ class RecordParser:
             (F.col("_keys").isNotNull() & F.col("_v").isNotNull()).alias("_object"),
             F.array_except("_keys", declared).alias("_undeclared"),
             *[F.try_variant_get("_v", _path(n), "variant").alias(f"_f_{n}") for n in names],
-        ]  # fmt: skip
+        ]
         self._kinds = [F.schema_of_variant(f"_f_{n}").alias(f"_t_{n}") for n in names]
         self._typed = [_typed(n, t).alias(n) for n, t in source.schema.items()]
         undeclared = F.map_filter(
@@ -102,10 +107,14 @@ class RecordParser:
         )
         rescued = F.when(F.size("_undeclared") > 0, F.to_json(undeclared))
         self._out: list[Column | str] = [
-            "raw_value", "raw_bytes", "raw_size", *POSITION, *names,
+            "raw_value",
+            "raw_bytes",
+            "raw_size",
+            *POSITION,
+            *names,
             rescued.alias(RESCUED_COLUMN),
             F.nullif(F.concat_ws("; ", *_problems(source)), F.lit("")).alias("reason"),
-        ]  # fmt: skip
+        ]
         self._good = [*names, *POSITION, RESCUED_COLUMN]
         # The original text and bytes only go to the quarantine: a good record drops them, so
         # a batch held in memory for its writes does not hold every record twice.
@@ -113,8 +122,12 @@ class RecordParser:
         self._kept: list[Column | str] = [
             F.when(bad, F.col("raw_value")).alias("raw_value"),
             F.when(bad, F.col("raw_bytes")).alias("raw_bytes"),
-            "raw_size", *POSITION, *names, RESCUED_COLUMN, "reason",
-        ]  # fmt: skip
+            "raw_size",
+            *POSITION,
+            *names,
+            RESCUED_COLUMN,
+            "reason",
+        ]
 
     def parse(self, kafka_rows: DataFrame, now: datetime | Column) -> DataFrame:
         """``now`` is the processing clock that event times are judged against: the
@@ -160,15 +173,23 @@ def _problems(source: KafkaSource) -> list[Column]:
     record that is not a readable JSON object."""
     readable = F.col("_object")
     checks = [
-        F.when(F.col("_too_big"), F.format_string(
-            f"record is %d bytes, over the {source.max_record_bytes}-byte limit "
-            f"(max_record_bytes; its first {KEPT_BYTES} bytes are kept in raw_bytes)",
-            F.col("raw_size"))),
-        F.when(F.col("_bad_utf8"), F.lit("value is not valid UTF-8 (its bytes are kept in raw_bytes)")),
+        F.when(
+            F.col("_too_big"),
+            F.format_string(
+                f"record is %d bytes, over the {source.max_record_bytes}-byte limit "
+                f"(max_record_bytes; its first {KEPT_BYTES} bytes are kept in raw_bytes)",
+                F.col("raw_size"),
+            ),
+        ),
+        F.when(
+            F.col("_bad_utf8"), F.lit("value is not valid UTF-8 (its bytes are kept in raw_bytes)")
+        ),
         F.when(F.col("raw_value").isNotNull() & F.col("_v").isNull(), F.lit("invalid JSON")),
-        F.when(F.col("_v").isNotNull() & ~readable, F.format_string(
-            "not a JSON object: %s", F.lower(F.schema_of_variant("_v")))),
-    ]  # fmt: skip
+        F.when(
+            F.col("_v").isNotNull() & ~readable,
+            F.format_string("not a JSON object: %s", F.lower(F.schema_of_variant("_v"))),
+        ),
+    ]
     field_checks: list[Column] = []
     for name, type_name in source.schema.items():
         field_checks += _field_problems(source, name, type_name)

@@ -67,18 +67,24 @@ def incompatible_changes(started: dict[str, Any], now: dict[str, Any]) -> list[s
         return _column_changes("source.schema", started["source"], now["source"], additions=False)
     changes = []
     if started.get("upstream") and now.get("upstream") and started["upstream"] != now["upstream"]:
-        changes.append(f"upstream: the checkpoint reads the table generation {started['upstream']}"
-                       f", which was rebuilt and replaced by {now['upstream']}")  # fmt: skip
+        changes.append(
+            f"upstream: the checkpoint reads the table generation {started['upstream']}"
+            f", which was rebuilt and replaced by {now['upstream']}"
+        )
     if "time_mode" in started and started["time_mode"] != now.get("time_mode"):
-        changes.append(f"time_mode: {started['time_mode']} -> {now.get('time_mode')} (a timeout "
-                       "added or removed; Spark keeps a checkpoint's time mode)")  # fmt: skip
+        changes.append(
+            f"time_mode: {started['time_mode']} -> {now.get('time_mode')} (a timeout "
+            "added or removed; Spark keeps a checkpoint's time mode)"
+        )
     if started.get("state_format") != now.get("state_format"):
         before = started.get("state_format") or "transformWithState in Python (not recorded)"
         after = now.get("state_format") or "not recorded"
         changes.append(f"state_format: {before} -> {after} (the state is kept by another operator)")
     if started.get("reads", "bronze") != now.get("reads", "bronze"):
-        changes.append(f"reads: {started.get('reads', 'bronze')} -> {now.get('reads', 'bronze')} "
-                       "(the checkpoint's offsets belong to the other source)")  # fmt: skip
+        changes.append(
+            f"reads: {started.get('reads', 'bronze')} -> {now.get('reads', 'bronze')} "
+            "(the checkpoint's offsets belong to the other source)"
+        )
     if started["key"] != now["key"]:
         changes.append(f"key: {started['key']} -> {now['key']}")
     if started["output_mode"] != now["output_mode"]:
@@ -86,11 +92,15 @@ def incompatible_changes(started: dict[str, Any], now: dict[str, Any]) -> list[s
     return changes + _column_changes("output_schema", started["output"], now["output"], True)
 
 
-def _column_changes(field: str, old: dict[str, str], new: dict[str, str],
-                    additions: bool) -> list[str]:  # fmt: skip
+def _column_changes(
+    field: str, old: dict[str, str], new: dict[str, str], additions: bool
+) -> list[str]:
     changes = [f"{field}: {name} removed" for name in old if name not in new]
-    changes += [f"{field}: {name} {old[name]} -> {new[name]}"
-                for name in old if name in new and old[name] != new[name]]  # fmt: skip
+    changes += [
+        f"{field}: {name} {old[name]} -> {new[name]}"
+        for name in old
+        if name in new and old[name] != new[name]
+    ]
     if additions:
         changes += [f"{field}: {name} added" for name in new if name not in old]
     return changes

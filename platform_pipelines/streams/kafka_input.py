@@ -85,13 +85,17 @@ class KafkaInput:
             if not found.isDefined():
                 return None
             row = found.get()
-            return InputCounts(int(row.getLong(0)), int(row.getLong(1)),
-                               None if row.isNullAt(2) else int(row.getLong(2)))  # fmt: skip
+            return InputCounts(
+                int(row.getLong(0)),
+                int(row.getLong(1)),
+                None if row.isNullAt(2) else int(row.getLong(2)),
+            )
         except (Py4JError, AttributeError):  # not a classic session's query: read again instead
             return None
 
-    def parsed(self, checkpoint: Path, batch_id: int, now: datetime,
-               late_until_ms: int | None = None) -> DataFrame | None:  # fmt: skip
+    def parsed(
+        self, checkpoint: Path, batch_id: int, now: datetime, late_until_ms: int | None = None
+    ) -> DataFrame | None:
         """The batch's records read again, parsed as the query parsed them (``reason`` null for
         a good one); None when the batch read none (a batch run only to move the watermark).
 
@@ -140,5 +144,7 @@ def offsets_option(
     {'t': {'0': 5, '1': -2}}
     """
     wanted = partitions or offsets
-    return {t: {str(p): offsets.get(t, {}).get(p, -2) for p in sorted(parts)}
-            for t, parts in wanted.items()}  # fmt: skip
+    return {
+        t: {str(p): offsets.get(t, {}).get(p, -2) for p in sorted(parts)}
+        for t, parts in wanted.items()
+    }

@@ -73,8 +73,14 @@ def _row(fields: list[str], values: Mapping[str, Any]) -> Row:
 class KeyedLogicProcessor(StatefulProcessor):
     """The transformWithState adapter: loads state, calls the logic, applies its ``Step``."""
 
-    def __init__(self, logic: KeyedLogic, output: StructType, time_mode: TimeMode,
-                 event_time_column: str | None, composite: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        logic: KeyedLogic,
+        output: StructType,
+        time_mode: TimeMode,
+        event_time_column: str | None,
+        composite: bool = False,
+    ) -> None:
         self._logic = logic
         self._composite = composite
         self._fields = output.fieldNames()
@@ -98,8 +104,9 @@ class KeyedLogicProcessor(StatefulProcessor):
         step = self._logic.on_events(self._key(key), state, events, self._clock(timerValues))
         return self._apply(step, stored)
 
-    def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
-                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:  # fmt: skip
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[Row]:
         stored = self._stored()
         state, _ = decode(stored)
         if state is None:

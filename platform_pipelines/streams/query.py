@@ -151,11 +151,15 @@ def _apply_logic(ctx: StreamContext, stream: StatefulStream, source: DataFrame) 
         return stream.transform(source)
     assert stream.logic is not None  # validated
     return apply_keyed_logic(
-        source, stream.keys, stream.logic, stream.output, stream.output_mode,
+        source,
+        stream.keys,
+        stream.logic,
+        stream.output,
+        stream.output_mode,
         recorded_time_mode(ctx.lakehouse.checkpoint(stream.name)) or stream.time_mode,  # type: ignore[arg-type]
         event_time_column=stream.event_time if stream.event_time in source.columns else None,
         initial_state=_initial_state(ctx.spark, ctx.lakehouse, stream),
-    )  # fmt: skip
+    )
 
 
 def _initial_state(
@@ -184,7 +188,13 @@ def _check_output(stream: StatefulStream, actual: StructType) -> None:
         and actual[f.name].dataType.simpleString() != f.dataType.simpleString()
     ]
     if missing or wrong:
-        problems = [f"output_schema: the stream does not produce {', '.join(missing)}; add them "
-                    "to its output or remove them from output_schema."] if missing else []  # fmt: skip
+        problems = (
+            [
+                f"output_schema: the stream does not produce {', '.join(missing)}; add them "
+                "to its output or remove them from output_schema."
+            ]
+            if missing
+            else []
+        )
         problems += [f"output_schema: {w}; declare the type the stream produces." for w in wrong]
         raise DeclarationError(stream.name, problems)

@@ -81,8 +81,10 @@ def declare_stream(registry: StreamRegistry, stream: StatefulStream) -> Stateful
     declared = [(s.name, t) for s in registry for t in (s.table,)]
     problems += stream_problems(stream, tables.get(stream.source_table), declared)
     if stream.initial_state and stream.initial_state.table not in {*tables, stream.table}:
-        problems.append(f"initial_state: table {stream.initial_state.table!r} is not declared; "
-                        "use a declared table or the stream's own sink table.")  # fmt: skip
+        problems.append(
+            f"initial_state: table {stream.initial_state.table!r} is not declared; "
+            "use a declared table or the stream's own sink table."
+        )
     if problems:
         raise DeclarationError(stream.name, problems)
     if ingest is not None and ingest.name not in registry:

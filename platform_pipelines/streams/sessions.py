@@ -149,18 +149,25 @@ def _jvm_sessionize(events: DataFrame, cfg: SessionConfig) -> DataFrame:
     """``platform.sessions.Sessionizer`` (``jvm.ensure_compiled``); epoch ms become timestamps."""
     spark = events.sparkSession
     prepared = events.select(
-        "user_id", "event_id", "event_type", "page", "amount",
-        F.unix_millis("event_time").alias("event_time_ms"), WATERMARK_COLUMN,
-    )  # fmt: skip
+        "user_id",
+        "event_id",
+        "event_type",
+        "page",
+        "amount",
+        F.unix_millis("event_time").alias("event_time_ms"),
+        WATERMARK_COLUMN,
+    )
     sessionizer = platform_class(
         spark, "platform.sessions.Sessionizer", "pass api='transform_with_state'"
     )
     sessions = DataFrame(sessionizer.sessionize(prepared._jdf, cfg.gap_ms, cfg.max_pages), spark)
     as_time = {"session_start": "session_start_ms", "session_end": "session_end_ms"}
     return sessions.select(
-        *[F.timestamp_millis(as_time[n]).alias(n) if n in as_time else n
-          for n in SESSION_SCHEMA.fieldNames()]
-    )  # fmt: skip
+        *[
+            F.timestamp_millis(as_time[n]).alias(n) if n in as_time else n
+            for n in SESSION_SCHEMA.fieldNames()
+        ]
+    )
 
 
 class SessionProcessor(StatefulProcessor):
@@ -280,8 +287,15 @@ def _frame_events(frame: pd.DataFrame) -> Iterable[SessionEvent]:
     if times.dt.tz is not None:
         times = times.dt.tz_convert("UTC").dt.tz_localize(None)
     millis = times.astype("datetime64[ms]").astype("int64")
-    columns = zip(millis, frame["event_id"], frame["user_id"], frame["event_type"], frame["page"],
-                  frame["amount"], strict=True)  # fmt: skip
+    columns = zip(
+        millis,
+        frame["event_id"],
+        frame["user_id"],
+        frame["event_type"],
+        frame["page"],
+        frame["amount"],
+        strict=True,
+    )
     for at, event_id, user_id, kind, page, amount in columns:
         yield SessionEvent(
             int(at),

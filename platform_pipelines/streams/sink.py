@@ -77,20 +77,40 @@ class Target:
     def app_id(self, table: str) -> str:
         return f"{table}/{self.query_id}"
 
-    def append(self, df: DataFrame, table: str, app_id: str, batch_id: int, clock: BatchClock,
-               ) -> None:  # fmt: skip
-        append_exactly_once(df, self.lakehouse.table(table), app_id, batch_id, clock.timestamp_ms,
-                            merge_schema=True)  # fmt: skip
+    def append(
+        self,
+        df: DataFrame,
+        table: str,
+        app_id: str,
+        batch_id: int,
+        clock: BatchClock,
+    ) -> None:
+        append_exactly_once(
+            df, self.lakehouse.table(table), app_id, batch_id, clock.timestamp_ms, merge_schema=True
+        )
 
-    def record(self, batch: DataFrame, batch_id: int, counts: BatchCounts, clock: BatchClock,
-               watermarked: bool) -> None:  # fmt: skip
+    def record(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        counts: BatchCounts,
+        clock: BatchClock,
+        watermarked: bool,
+    ) -> None:
         """Add the batch's ``stream_ledger`` row (nothing for a batch that saw no rows)."""
         if counts.empty:
             return
-        row = (self.stream, self.query_id, batch_id, counts.rows_in, counts.rows_out,
-               counts.rows_late, counts.rows_quarantined,
-               from_ms(clock.watermark_ms).replace(tzinfo=None) if watermarked else None,
-               from_ms(clock.timestamp_ms).replace(tzinfo=None))  # fmt: skip
+        row = (
+            self.stream,
+            self.query_id,
+            batch_id,
+            counts.rows_in,
+            counts.rows_out,
+            counts.rows_late,
+            counts.rows_quarantined,
+            from_ms(clock.watermark_ms).replace(tzinfo=None) if watermarked else None,
+            from_ms(clock.timestamp_ms).replace(tzinfo=None),
+        )
         ledger = batch.sparkSession.createDataFrame([row], LEDGER)
         app_id = f"{LEDGER_TABLE}/{self.stream}/{self.query_id}"
         self.append(ledger, LEDGER_TABLE, app_id, batch_id, clock)
@@ -116,12 +136,19 @@ class IngestWriter:
             writes = []
             if total - bad:
                 good = self._parser.good_rows(parsed)
-                writes.append(lambda: target.append(good, self._source.table, f"{app}/raw",
-                                                    batch_id, clock))  # fmt: skip
+                writes.append(
+                    lambda: target.append(good, self._source.table, f"{app}/raw", batch_id, clock)
+                )
             if bad:
-                writes.append(lambda: target.append(self._quarantined(parsed, clock),
-                                                    QUARANTINE_TABLE, f"{app}/quarantine",
-                                                    batch_id, clock))  # fmt: skip
+                writes.append(
+                    lambda: target.append(
+                        self._quarantined(parsed, clock),
+                        QUARANTINE_TABLE,
+                        f"{app}/quarantine",
+                        batch_id,
+                        clock,
+                    )
+                )
             counts = BatchCounts(rows_in=total, rows_out=total - bad, rows_quarantined=bad)
             writes.append(lambda: target.record(batch, batch_id, counts, clock, watermarked=False))
             # Three tables: the commits overlap. Each is idempotent, so a batch that fails in
@@ -132,18 +159,33 @@ class IngestWriter:
 
     def _quarantined(self, parsed: DataFrame, clock: BatchClock) -> DataFrame:
         at = F.timestamp_millis(F.lit(clock.timestamp_ms))
-        return parsed.where(F.col("reason").isNotNull()).select(
-            F.lit(self._source.topic).alias("source"), "raw_value", "raw_bytes", "raw_size",
-            "reason", *POSITION, at.alias("quarantined_at"),
-        ).select(*QUARANTINE.fieldNames())  # fmt: skip
+        return (
+            parsed.where(F.col("reason").isNotNull())
+            .select(
+                F.lit(self._source.topic).alias("source"),
+                "raw_value",
+                "raw_bytes",
+                "raw_size",
+                "reason",
+                *POSITION,
+                at.alias("quarantined_at"),
+            )
+            .select(*QUARANTINE.fieldNames())
+        )
 
 
 class StageWriter:
     """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
 
-    def __init__(self, stream: StatefulStream, target: Target, upstream: Lakehouse,
-                 plan: StartPlan | None = None, drops_late: bool = True,
-                 kafka: KafkaInput | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stream: StatefulStream,
+        target: Target,
+        upstream: Lakehouse,
+        plan: StartPlan | None = None,
+        drops_late: bool = True,
+        kafka: KafkaInput | None = None,
+    ) -> None:
         self._stream = stream
         self._kafka = kafka  # the stream reads Kafka itself (``reads="kafka"``)
         # Does the operator drop rows behind the watermark (to be found and kept)?
@@ -195,8 +237,9 @@ class StageWriter:
         else:
             self._target.append(output, table, app, batch_id, clock)
 
-    def _input(self, batch: DataFrame, batch_id: int, clock: BatchClock,
-               counted: InputCounts | None = None) -> tuple[int, int, int]:  # fmt: skip
+    def _input(
+        self, batch: DataFrame, batch_id: int, clock: BatchClock, counted: InputCounts | None = None
+    ) -> tuple[int, int, int]:
         """Rows the batch read, how many of them were late (now written) and how many bad (read
         from Kafka and skipped: bronze quarantines them)."""
         if self._kafka is not None:
@@ -211,11 +254,15 @@ class StageWriter:
         candidates = self._late_candidates(files, clock)
         if not candidates:
             return rows_in, 0, 0
-        return rows_in, self._write_late(spark.read.parquet(*self._paths(candidates)), batch_id,
-                                         clock), 0  # fmt: skip
+        return (
+            rows_in,
+            self._write_late(spark.read.parquet(*self._paths(candidates)), batch_id, clock),
+            0,
+        )
 
-    def _kafka_input(self, batch_id: int, clock: BatchClock,
-                     counted: InputCounts | None) -> tuple[int, int, int]:  # fmt: skip
+    def _kafka_input(
+        self, batch_id: int, clock: BatchClock, counted: InputCounts | None
+    ) -> tuple[int, int, int]:
         """``_input`` of a stream that reads Kafka: what the query counted, and the late rows
         read again from Kafka when it saw a good row at or behind the watermark. Without counts,
         every record is read again and counted here."""
@@ -225,8 +272,11 @@ class StageWriter:
             if not (self._finds_late and counted.may_be_late(clock.late_until_ms)):
                 return counted.records, 0, counted.bad
             maybe = self._kafka.parsed(checkpoint, batch_id, now, clock.late_until_ms)
-            rows_late = 0 if maybe is None else self._write_late(self._kafka.good_rows(maybe),
-                                                                 batch_id, clock)  # fmt: skip
+            rows_late = (
+                0
+                if maybe is None
+                else self._write_late(self._kafka.good_rows(maybe), batch_id, clock)
+            )
             return counted.records, rows_late, counted.bad
         parsed = self._kafka.parsed(checkpoint, batch_id, now)
         if parsed is None:
@@ -244,8 +294,9 @@ class StageWriter:
         """Put the ``rows`` at or behind the batch's watermark into ``late_events``; how many."""
         limit = F.timestamp_millis(F.lit(clock.late_until_ms))
         late = rows.where(F.col(self._stream.event_time) <= limit)
-        late = late.select(*_late_columns(self._stream, limit, rows.columns, self._target,
-                                          batch_id, clock)).persist()  # fmt: skip
+        late = late.select(
+            *_late_columns(self._stream, limit, rows.columns, self._target, batch_id, clock)
+        ).persist()
         try:
             rows_late = late.count()
             if rows_late:
@@ -267,8 +318,14 @@ class StageWriter:
         return [str(self._upstream / unquote(f.path)) for f in files]
 
 
-def _late_columns(stream: StatefulStream, limit: Column, columns: list[str], target: Target,
-                  batch_id: int, clock: BatchClock) -> list[Column]:  # fmt: skip
+def _late_columns(
+    stream: StatefulStream,
+    limit: Column,
+    columns: list[str],
+    target: Target,
+    batch_id: int,
+    clock: BatchClock,
+) -> list[Column]:
     """A ``late_events`` row for each late upstream row."""
     assert stream.watermark is not None
     column = stream.event_time
@@ -297,8 +354,11 @@ def writer_ids(stream: Stream, query_id: str) -> dict[str, str]:
     ledger = f"{LEDGER_TABLE}/{stream.name}/{query_id}"
     if isinstance(stream, IngestStream):
         app = f"{stream.table}/{query_id}"
-        return {stream.table: f"{app}/raw", QUARANTINE_TABLE: f"{app}/quarantine",
-                LEDGER_TABLE: ledger}  # fmt: skip
+        return {
+            stream.table: f"{app}/raw",
+            QUARANTINE_TABLE: f"{app}/quarantine",
+            LEDGER_TABLE: ledger,
+        }
     ids = {stream.table: f"{stream.table}/{query_id}"}
     if LATE_TABLE in stream.outputs:
         ids[LATE_TABLE] = f"{LATE_TABLE}/{query_id}/{stream.name}"

@@ -52,10 +52,14 @@ def source_problems(
         ]
     problems = []
     if not _TOPIC.match(source.topic) or source.topic in {".", ".."}:
-        problems.append(f"source.topic: {source.topic!r} is not a Kafka topic name; use letters, "
-                        "digits, '.', '_' and '-' (at most 249).")  # fmt: skip
-    if problem := name_problem("source.raw_table" if source.raw_table else "source.topic "
-                               "(as the bronze table name)", source.table):  # fmt: skip
+        problems.append(
+            f"source.topic: {source.topic!r} is not a Kafka topic name; use letters, "
+            "digits, '.', '_' and '-' (at most 249)."
+        )
+    if problem := name_problem(
+        "source.raw_table" if source.raw_table else "source.topic (as the bronze table name)",
+        source.table,
+    ):
         problems.append(problem)
     problems += _columns_problems("source.schema", source.schema)
     problems += _type_problems("source.schema", source.schema)
@@ -64,20 +68,26 @@ def source_problems(
             problems.append(f"source: {name!r} is not in source.schema; add it or remove it.")
     kind = source.schema.get(source.event_time or "")
     if kind is not None and kind != "timestamp":
-        problems.append(f"source.event_time: {source.event_time!r} is declared as {kind!r}, so "
-                        "its distance from the clock cannot be checked; declare it 'timestamp' "
-                        "or set event_time=None.")  # fmt: skip
+        problems.append(
+            f"source.event_time: {source.event_time!r} is declared as {kind!r}, so "
+            "its distance from the clock cannot be checked; declare it 'timestamp' "
+            "or set event_time=None."
+        )
     if source.max_record_bytes <= 0:
         problems.append("source.max_record_bytes: must be positive, e.g. 256 * 1024.")
     return problems
 
 
-def stream_problems(stream: StatefulStream, columns: StructType | None,
-                    declared: Sequence[tuple[str, str]]) -> list[str]:  # fmt: skip
+def stream_problems(
+    stream: StatefulStream, columns: StructType | None, declared: Sequence[tuple[str, str]]
+) -> list[str]:
     """Problems of the declaration itself, given the source's columns (None if unknown) and the
     tables already written by declared streams (``(stream, table)`` pairs)."""
-    problems = [p for p in (name_problem("name", stream.name),
-                            name_problem("sink_table", stream.table)) if p]  # fmt: skip
+    problems = [
+        p
+        for p in (name_problem("name", stream.name), name_problem("sink_table", stream.table))
+        if p
+    ]
     problems += _key_problems(stream.key)
     problems += _columns_problems("output_schema", stream.output_schema)
     if stream.unique_key is not None:
@@ -85,11 +95,15 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
     if stream.name in {s for s, _ in declared}:
         problems.append(f"name: a stream named {stream.name!r} is already declared; pick another.")
     if stream.table in {t for s, t in declared if s != stream.name}:
-        problems.append(f"sink_table: {stream.table!r} is already written by another stream; "
-                        "give this stream its own table.")  # fmt: skip
+        problems.append(
+            f"sink_table: {stream.table!r} is already written by another stream; "
+            "give this stream its own table."
+        )
     if (stream.logic is None) == (stream.transform is None):
-        problems.append("logic/transform: give exactly one: logic=<KeyedLogic> for plain-Python "
-                        "state, or transform=<function of a DataFrame> for Spark operators.")  # fmt: skip
+        problems.append(
+            "logic/transform: give exactly one: logic=<KeyedLogic> for plain-Python "
+            "state, or transform=<function of a DataFrame> for Spark operators."
+        )
     problems += _type_problems("output_schema", stream.output_schema)
     if stream.output_mode not in ("append", "update"):
         problems.append(
@@ -97,14 +111,20 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
         )
     absent = [k for k in stream.keys if k not in stream.output_schema]
     if stream.output_mode == "update" and absent:
-        problems.append(f"output_schema: update mode upserts rows by the key {_listed(stream.keys)}; "
-                        f"add {_listed(absent)} to output_schema.")  # fmt: skip
+        problems.append(
+            f"output_schema: update mode upserts rows by the key {_listed(stream.keys)}; "
+            f"add {_listed(absent)} to output_schema."
+        )
     if stream.reads not in ("bronze", "kafka"):
-        problems.append(f"reads: {stream.reads!r} is not supported; use 'bronze' (the bronze "
-                        "table) or 'kafka' (the topic itself).")  # fmt: skip
+        problems.append(
+            f"reads: {stream.reads!r} is not supported; use 'bronze' (the bronze "
+            "table) or 'kafka' (the topic itself)."
+        )
     elif stream.reads == "kafka" and isinstance(stream.source, TableSource):
-        problems.append(f"reads: 'kafka' needs a KafkaSource, and this stream reads the table "
-                        f"{stream.source.table!r}; remove reads or read a topic.")  # fmt: skip
+        problems.append(
+            f"reads: 'kafka' needs a KafkaSource, and this stream reads the table "
+            f"{stream.source.table!r}; remove reads or read a topic."
+        )
     problems += _time_problems(stream)
     if columns is not None:
         problems += _column_problems(stream, columns)
@@ -114,12 +134,16 @@ def stream_problems(stream: StatefulStream, columns: StructType | None,
 def _time_problems(stream: StatefulStream) -> list[str]:
     problems = []
     if stream.timeout not in (None, "event_time", "processing_time"):
-        problems.append(f"timeout: {stream.timeout!r} is not a timeout kind; use 'event_time', "
-                        "'processing_time' or None.")  # fmt: skip
+        problems.append(
+            f"timeout: {stream.timeout!r} is not a timeout kind; use 'event_time', "
+            "'processing_time' or None."
+        )
     if stream.timeout == "event_time" and stream.watermark is None:
-        problems.append("timeout: an event-time timeout fires when the watermark passes it, and "
-                        "this stream has none; set watermark=timedelta(minutes=10) (how late "
-                        "events may arrive), or use timeout='processing_time'.")  # fmt: skip
+        problems.append(
+            "timeout: an event-time timeout fires when the watermark passes it, and "
+            "this stream has none; set watermark=timedelta(minutes=10) (how late "
+            "events may arrive), or use timeout='processing_time'."
+        )
     if stream.watermark is not None and stream.watermark.total_seconds() <= 0:
         problems.append("watermark: must be a positive duration, e.g. timedelta(minutes=10).")
     if stream.trigger.total_seconds() <= 0:
@@ -135,8 +159,10 @@ def _time_problems(stream: StatefulStream) -> list[str]:
         and stream.logic is not None
         and not callable(getattr(stream.logic, "initial_state", None))
     ):
-        problems.append("initial_state: the logic has no initial_state(key, row) to seed from it; "
-                        "add one, or remove initial_state.")  # fmt: skip
+        problems.append(
+            "initial_state: the logic has no initial_state(key, row) to seed from it; "
+            "add one, or remove initial_state."
+        )
     return problems
 
 
@@ -144,15 +170,21 @@ def _column_problems(stream: StatefulStream, columns: StructType) -> list[str]:
     names = columns.fieldNames()
     problems = []
     for key in (k for k in stream.keys if k not in names):
-        problems.append(f"key: column {key!r} is not in the source ({', '.join(names)}); "
-                        "use one of those columns.")  # fmt: skip
+        problems.append(
+            f"key: column {key!r} is not in the source ({', '.join(names)}); "
+            "use one of those columns."
+        )
     needs_time = stream.watermark is not None or stream.timeout == "event_time"
     if needs_time and stream.event_time not in names:
-        problems.append(f"event_time: column {stream.event_time!r} is not in the source "
-                        f"({', '.join(names)}); name the source's event-time column.")  # fmt: skip
+        problems.append(
+            f"event_time: column {stream.event_time!r} is not in the source "
+            f"({', '.join(names)}); name the source's event-time column."
+        )
     elif needs_time and not isinstance(columns[stream.event_time].dataType, TimestampType):
-        problems.append(f"event_time: column {stream.event_time!r} is not a timestamp; declare it "
-                        "as 'timestamp' in the source schema.")  # fmt: skip
+        problems.append(
+            f"event_time: column {stream.event_time!r} is not a timestamp; declare it "
+            "as 'timestamp' in the source schema."
+        )
     return problems
 
 
@@ -162,8 +194,10 @@ def _key_problems(key: object) -> list[str]:
         [key] if isinstance(key, str) else list(key) if isinstance(key, (tuple, list)) else None
     )
     if not columns or not all(isinstance(c, str) for c in columns):
-        return [f"key: {key!r} is not a column name or a tuple of them; use key='user_id' or "
-                "key=('user_id', 'activity')."]  # fmt: skip
+        return [
+            f"key: {key!r} is not a column name or a tuple of them; use key='user_id' or "
+            "key=('user_id', 'activity')."
+        ]
     if len(set(columns)) != len(columns):
         return [f"key: {key!r} names a column twice; name each key column once."]
     return _columns_problems("key", columns)

@@ -68,8 +68,12 @@ def main() -> None:
         registry = builtin_streams(BuiltinSettings(clickstream_topic=args.topic))
         lake = Lakehouse(settings.lakehouse_dir)
         ctx = StreamContext(spark, lake, args.bootstrap)
-        run_streams(ctx, [registry.get(s) for s in args.streams], RunOptions(mode="catch_up"),
-                    lambda *_: None)  # fmt: skip
+        run_streams(
+            ctx,
+            [registry.get(s) for s in args.streams],
+            RunOptions(mode="catch_up"),
+            lambda *_: None,
+        )
         pipeline_s = time.monotonic() - began - session_s
         origins = spark.sparkContext.parallelize(range(4), 4).mapPartitions(platform_origin)
         report = {

@@ -35,15 +35,29 @@ from tests.integration.helpers import run_catch_up, table
 from tests.sockets import beyond_loopback, listening
 
 STREAMS = ["clickstream_raw", "events", "user_sessions", "security_alerts"]
-INPUT = ClickstreamConfig(events=1500, users=40, duplicate_rate=0.03, late_rate=0.06,
-                          malformed_rate=0.02, stale_share=0.2, seed=12,
-                          start_time=datetime(2026, 11, 1, 8, 0, tzinfo=UTC))  # fmt: skip
+INPUT = ClickstreamConfig(
+    events=1500,
+    users=40,
+    duplicate_rate=0.03,
+    late_rate=0.06,
+    malformed_rate=0.02,
+    stale_share=0.2,
+    seed=12,
+    start_time=datetime(2026, 11, 1, 8, 0, tzinfo=UTC),
+)
 # Columns that legitimately differ between two runs: when a row was judged or written (the
 # processing clock), and the checkpoint's query id (each run has its own checkpoints).
 RUN_COLUMNS = {"quarantined_at", "detected_at", "written_at", "query_id"}
 DRIVER_TIMEOUT_S = 600
-TABLES = ["clickstream_raw", "quarantine", "events", "late_events", "user_sessions",
-          "security_alerts", "stream_ledger"]  # fmt: skip
+TABLES = [
+    "clickstream_raw",
+    "quarantine",
+    "events",
+    "late_events",
+    "user_sessions",
+    "security_alerts",
+    "stream_ledger",
+]
 
 
 class ClusterDriver:
@@ -53,18 +67,32 @@ class ClusterDriver:
 
     def __init__(self, cluster: LocalSparkCluster, local_dir: Path, bootstrap: str, topic: str):
         self.local_dir, self.report = local_dir, local_dir / "report.json"
-        env = {**os.environ, "PLATFORM_SPARK_MASTER": str(cluster.master_url),
-               "PLATFORM_LOCAL_DIR": str(local_dir),
-               "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
-               "PLATFORM_STATE_PARTITIONS": "2", "PLATFORM_DRIVER_MEMORY": "1g",
-               "PLATFORM_SPARK_UI_ENABLED": "false",
-               "PLATFORM_SPARK_EXTRA_CONF": '{"spark.sql.streaming.pollingDelay": "10ms"}'}  # fmt: skip
-        command = [sys.executable, "-m", "tests.cluster.driver", "--bootstrap", bootstrap,
-                   "--topic", topic, "--report", str(self.report)]  # fmt: skip
+        env = {
+            **os.environ,
+            "PLATFORM_SPARK_MASTER": str(cluster.master_url),
+            "PLATFORM_LOCAL_DIR": str(local_dir),
+            "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
+            "PLATFORM_STATE_PARTITIONS": "2",
+            "PLATFORM_DRIVER_MEMORY": "1g",
+            "PLATFORM_SPARK_UI_ENABLED": "false",
+            "PLATFORM_SPARK_EXTRA_CONF": '{"spark.sql.streaming.pollingDelay": "10ms"}',
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "tests.cluster.driver",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--report",
+            str(self.report),
+        ]
         local_dir.mkdir(parents=True)
         with (local_dir / "driver.log").open("wb") as log:
-            self.process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT)  # fmt: skip
+            self.process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
         self.seen: set[tuple[str, int, str]] = set()
         self.off_loopback: set[tuple[str, int, str]] = set()
         roots = [self.process.pid, *cluster.pids.values()]
@@ -148,8 +176,9 @@ def test_the_pipeline_on_a_standalone_cluster_writes_the_tables_of_a_local_run(
     assert any("CoarseGrainedExecutorBackend" in s[2] for s in driver.seen), driver.seen
     assert driver.off_loopback == set()
     # The executors imported the platform from the zip the driver shipped, not from .venv.
-    assert all(".zip" in origin and "/code-" in origin
-               for origin in report["platform_imported_from"]), report  # fmt: skip
+    assert all(
+        ".zip" in origin and "/code-" in origin for origin in report["platform_imported_from"]
+    ), report
 
 
 @pytest.mark.cluster
@@ -165,5 +194,8 @@ def test_a_daemon_that_dies_on_start_is_named_with_its_log_and_nothing_is_left_r
     assert f"Last lines of {tmp_path / 'bad' / 'worker-1' / 'worker.log'}" in message
     assert "Usage: Worker [options] <master>" in message  # what the worker said before dying
     assert find_running_cluster(tmp_path / "bad") is None
-    assert [p.pid for p in psutil.process_iter(["cmdline"])
-            if str(tmp_path / "bad") in " ".join(p.info["cmdline"] or [])] == []  # fmt: skip
+    assert [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if str(tmp_path / "bad") in " ".join(p.info["cmdline"] or [])
+    ] == []

@@ -34,8 +34,9 @@ pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.kafka]
 TOPIC = "down_clicks"
 
 
-def test_an_unreachable_broker_is_named_in_the_run_log_the_checks_and_status(tmp_path: Path,
-                                                                             monkeypatch):  # fmt: skip
+def test_an_unreachable_broker_is_named_in_the_run_log_the_checks_and_status(
+    tmp_path: Path, monkeypatch
+):
     broker = LocalKafkaBroker(tmp_path / "broker")
     address = broker.start()
     create_topics(address, {TOPIC: 1})
@@ -44,24 +45,57 @@ def test_an_unreachable_broker_is_named_in_the_run_log_the_checks_and_status(tmp
     home.mkdir()
     shutil.copy(REPO_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({"ops": {"run_stream_clickstream_raw": {"config": {
-        "mode": "continuous", "trigger_interval_seconds": 1}}}}))  # fmt: skip
-    env = {"DAGSTER_HOME": str(home), "PLATFORM_LOCAL_DIR": str(local),
-           "PLATFORM_JARS_DIR": str(get_settings().jars_dir), "PLATFORM_SPARK_MASTER": "local[2]",
-           "PLATFORM_STATE_PARTITIONS": "2", "PLATFORM_SPARK_UI_ENABLED": "false",
-           "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": address, "PLATFORM_CLICKSTREAM_TOPIC": TOPIC}  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "ops": {
+                    "run_stream_clickstream_raw": {
+                        "config": {"mode": "continuous", "trigger_interval_seconds": 1}
+                    }
+                }
+            }
+        )
+    )
+    env = {
+        "DAGSTER_HOME": str(home),
+        "PLATFORM_LOCAL_DIR": str(local),
+        "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
+        "PLATFORM_SPARK_MASTER": "local[2]",
+        "PLATFORM_STATE_PARTITIONS": "2",
+        "PLATFORM_SPARK_UI_ENABLED": "false",
+        "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": address,
+        "PLATFORM_CLICKSTREAM_TOPIC": TOPIC,
+    }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     run = subprocess.Popen(
-        [sys.executable, "-m", "dagster", "job", "execute", "-m", "platform_pipelines.definitions",
-         "-j", "stream_clickstream_raw", "-c", str(config)],
-        env={**os.environ, **env}, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "job",
+            "execute",
+            "-m",
+            "platform_pipelines.definitions",
+            "-j",
+            "stream_clickstream_raw",
+            "-c",
+            str(config),
+        ],
+        env={**os.environ, **env},
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     store = ProgressStore(local / "progress")
     try:
-        wait_for(lambda: [r for r in store.recent("clickstream_raw", 20) if r.event == "started"][1:],
-                 300, "the continuous phase of the bronze stream")  # fmt: skip
+        wait_for(
+            lambda: [r for r in store.recent("clickstream_raw", 20) if r.event == "started"][1:],
+            300,
+            "the continuous phase of the bronze stream",
+        )
         instance = dg.DagsterInstance.from_config(str(home))
         broker.stop()
 
@@ -70,8 +104,13 @@ def test_an_unreachable_broker_is_named_in_the_run_log_the_checks_and_status(tmp
             (dagster_run,) = instance.get_runs()
             return any(text in (e.message or "") for e in instance.all_logs(dagster_run.run_id))
 
-        wait_for(lambda: logged(f"The Kafka broker at {address} does not answer: clickstream_raw "
-                                "cannot read"), 30, "the run log to name the broker")  # fmt: skip
+        wait_for(
+            lambda: logged(
+                f"The Kafka broker at {address} does not answer: clickstream_raw cannot read"
+            ),
+            30,
+            "the run log to name the broker",
+        )
 
         settings = PlatformSettings()
         streams = [builtin_streams(BuiltinSettings(clickstream_topic=TOPIC)).get("clickstream_raw")]
@@ -93,8 +132,11 @@ def test_an_unreachable_broker_is_named_in_the_run_log_the_checks_and_status(tmp
         assert f"clickstream_raw fail falling_behind: lag unknown: {down}" in status.output
 
         LocalKafkaBroker(tmp_path / "broker").start()  # same data, same port as before
-        wait_for(lambda: logged(f"The Kafka broker at {address} answers again"), 60,
-                 "the run log to say the broker is back")  # fmt: skip
+        wait_for(
+            lambda: logged(f"The Kafka broker at {address} answers again"),
+            60,
+            "the run log to say the broker is back",
+        )
     finally:
         if run.poll() is None:
             os.kill(run.pid, signal.SIGTERM)

@@ -95,8 +95,16 @@ def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_sched
     checks: dict[str, set[str]] = {}
     for key in graph.asset_check_keys:
         checks.setdefault(key.asset_key.to_user_string(), set()).add(key.name)
-    per_stream = {"liveness", "falling_behind", "state_growth", "late_data", "checkpoint",
-                  "auto_restart", "freshness", "no_silent_loss"}  # fmt: skip
+    per_stream = {
+        "liveness",
+        "falling_behind",
+        "state_growth",
+        "late_data",
+        "checkpoint",
+        "auto_restart",
+        "freshness",
+        "no_silent_loss",
+    }
     for stream in load_registry():
         assert checks[stream.table] >= per_stream, stream.name
         # Streams that read Kafka also carry the topic's replication check.

@@ -18,8 +18,19 @@ pytestmark = [pytest.mark.dagster, pytest.mark.spark]
 def session(user: str, day: int, hour: int, minutes: int, purchased: bool, revenue: float) -> tuple:
     start = datetime(2026, 11, day, hour, 0, tzinfo=UTC)
     end = start.replace(minute=minutes)
-    return (user, f"{user}-{day}-{hour}", start, end, minutes * 60.0, 3, ["/home"], purchased,
-            purchased, revenue, "logout")  # fmt: skip
+    return (
+        user,
+        f"{user}-{day}-{hour}",
+        start,
+        end,
+        minutes * 60.0,
+        3,
+        ["/home"],
+        purchased,
+        purchased,
+        revenue,
+        "logout",
+    )
 
 
 def test_daily_engagement_counts_sessions_users_duration_and_conversion_of_one_day(
@@ -49,9 +60,15 @@ def test_daily_engagement_counts_sessions_users_duration_and_conversion_of_one_d
 
     table = spark.read.format("delta").load(str(lake.table("daily_engagement")))
     assert [r.asDict() for r in table.collect()] == [
-        {"day": date(2026, 11, 22), "sessions": 3, "users": 2, "avg_duration_seconds": 1200.0,
-         "conversion_rate": 2 / 3, "revenue": 42.5}
-    ]  # fmt: skip
+        {
+            "day": date(2026, 11, 22),
+            "sessions": 3,
+            "users": 2,
+            "avg_duration_seconds": 1200.0,
+            "conversion_rate": 2 / 3,
+            "revenue": 42.5,
+        }
+    ]
     (materialization,) = result.asset_materializations_for_node("daily_engagement")
     assert materialization.metadata["sessions"].value == 3
     assert materialization.metadata["conversion_rate"].value == pytest.approx(2 / 3)

@@ -25,10 +25,12 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.kafka]
 
 
-@pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGINT, True), (signal.SIGTERM, False)],
-                         ids=["ctrl-c", "sigterm"])  # fmt: skip
-def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(kafka_broker, tmp_path: Path, sig,
-                                                                to_group):  # fmt: skip
+@pytest.mark.parametrize(
+    ("sig", "to_group"), [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm"]
+)
+def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(
+    kafka_broker, tmp_path: Path, sig, to_group
+):
     topic = f"graceful-{sig.name.lower()}"
     create_topics(kafka_broker, {topic: 2})
     produce_events(kafka_broker, topic, U1_SHOPPING)
@@ -36,19 +38,62 @@ def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(kafka_broker, tmp
     home.mkdir()
     shutil.copy(REPO_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     config = tmp_path / "run.yaml"
-    others = ["user_sessions", "security_alerts", "service_heartbeats_raw", "service_status",
-              "key_events_raw", "key_counts"]  # fmt: skip
-    config.write_text(yaml.safe_dump({"ops": {"run_all_streams": {"config": {
-        "mode": "continuous", "trigger_interval_seconds": 1,
-        "streams": {name: {"enabled": False} for name in others}}}}}))  # fmt: skip
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PLATFORM_LOCAL_DIR": str(local),
-           "PLATFORM_JARS_DIR": str(get_settings().jars_dir), "PLATFORM_SPARK_MASTER": "local[2]",
-           "PLATFORM_STATE_PARTITIONS": "2", "PLATFORM_SPARK_UI_ENABLED": "false",
-           "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": kafka_broker, "PLATFORM_CLICKSTREAM_TOPIC": topic}  # fmt: skip
-    command = [sys.executable, "-m", "dagster", "job", "execute", "-m",
-               "platform_pipelines.definitions", "-j", "all_streams", "-c", str(config)]  # fmt: skip
-    run = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    others = [
+        "user_sessions",
+        "security_alerts",
+        "service_heartbeats_raw",
+        "service_status",
+        "key_events_raw",
+        "key_counts",
+    ]
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "ops": {
+                    "run_all_streams": {
+                        "config": {
+                            "mode": "continuous",
+                            "trigger_interval_seconds": 1,
+                            "streams": {name: {"enabled": False} for name in others},
+                        }
+                    }
+                }
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "PLATFORM_LOCAL_DIR": str(local),
+        "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
+        "PLATFORM_SPARK_MASTER": "local[2]",
+        "PLATFORM_STATE_PARTITIONS": "2",
+        "PLATFORM_SPARK_UI_ENABLED": "false",
+        "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": kafka_broker,
+        "PLATFORM_CLICKSTREAM_TOPIC": topic,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "job",
+        "execute",
+        "-m",
+        "platform_pipelines.definitions",
+        "-j",
+        "all_streams",
+        "-c",
+        str(config),
+    ]
+    run = subprocess.Popen(
+        command,
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     store = ProgressStore(local / "progress")
 
     def starts() -> list:
@@ -56,8 +101,13 @@ def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(kafka_broker, tmp
         return [r for r in store.recent("events", 50) if r.event == "started"]
 
     def continuous_batch() -> bool:
-        return any(r.event == "progress" and r.ts > starts()[-1].ts and r.progress
-                   and r.progress["numInputRows"] for r in store.recent("events", 50))  # fmt: skip
+        return any(
+            r.event == "progress"
+            and r.ts > starts()[-1].ts
+            and r.progress
+            and r.progress["numInputRows"]
+            for r in store.recent("events", 50)
+        )
 
     wait_for(lambda: len(starts()) >= 2, 300, "the events stream's continuous phase to start")
     produce_events(kafka_broker, topic, [ev("later", "u7", "page_view", 30)])

@@ -103,21 +103,34 @@ def test_a_killed_stream_is_flagged_not_live_and_relaunched(kafka_broker, dagste
     relaunched = wait_for(lambda: restarts_of(instance, run_id), 90, "the relaunch")[0]
     assert relaunched.tags["platform/restart_attempt"] == "1"
     assert relaunched.run_config == instance.get_run_by_id(run_id).run_config
-    produce_events(kafka_broker, "service_heartbeats", [heartbeat("api", datetime.now(UTC))],
-                   key_field="service")  # fmt: skip
+    produce_events(
+        kafka_broker,
+        "service_heartbeats",
+        [heartbeat("api", datetime.now(UTC))],
+        key_field="service",
+    )
     wait_for(lambda: progress_of(relaunched.run_id), 300, "the relaunched stream's progress")
     said = check_history(instance, STREAM, "auto_restart")  # newest first
     assert any("failed and was relaunched (relaunch 1 of at most" in s for s in said), said
     running = f"{JOB} run {relaunched.run_id[:8]} is running: nothing to relaunch"
-    wait_for(lambda: check_history(instance, STREAM, "auto_restart")[0].endswith(running), 60,
-             "auto_restart to pass for the running relaunch")  # fmt: skip
+    wait_for(
+        lambda: check_history(instance, STREAM, "auto_restart")[0].endswith(running),
+        60,
+        "auto_restart to pass for the running relaunch",
+    )
 
     dagster_ui.client.terminate_run(relaunched.run_id)  # a user's cancel is never relaunched
-    wait_for(lambda: run_status(dagster_ui, relaunched.run_id) == DagsterRunStatus.CANCELED, 180,
-             "the relaunched run to be cancelled")  # fmt: skip
+    wait_for(
+        lambda: run_status(dagster_ui, relaunched.run_id) == DagsterRunStatus.CANCELED,
+        180,
+        "the relaunched run to be cancelled",
+    )
     cancelled_at = time.time()
-    wait_for(lambda: sensor_ticks_since(instance, "stream_auto_restart", cancelled_at) >= 2, 60,
-             "two ticks of the restart sensor after the cancel")  # fmt: skip
+    wait_for(
+        lambda: sensor_ticks_since(instance, "stream_auto_restart", cancelled_at) >= 2,
+        60,
+        "two ticks of the restart sensor after the cancel",
+    )
     assert restarts_of(instance, relaunched.run_id) == []
 
 
@@ -142,9 +155,13 @@ def test_a_damaged_checkpoint_stops_the_relaunch_with_a_failed_check(tmp_path):
         instance.report_run_failed(run, "the query died")
 
         requests, checks, cursor = restart_tick(
-            instance, {"stream_clickstream_raw": [stream]}, lake,
-            RestartPolicy(base_delay_seconds=0), EXPECTED, None,
-        )  # fmt: skip
+            instance,
+            {"stream_clickstream_raw": [stream]},
+            lake,
+            RestartPolicy(base_delay_seconds=0),
+            EXPECTED,
+            None,
+        )
 
     assert requests == []
     (check,) = checks
@@ -159,10 +176,20 @@ def test_the_health_sensor_evaluation_starts_no_jvm():
     """The benchmark script runs the sensor's evaluation over a small fleet in a fresh process
     and reports whether a JVM (pyspark gateway or java child) was started."""
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_health_sensor.py", "--streams", "3", "--repeat", "1",
-         "--no-save"],
-        capture_output=True, text=True, check=True, cwd=REPO_ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "benchmarks/bench_health_sensor.py",
+            "--streams",
+            "3",
+            "--repeat",
+            "1",
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    )
     result = json.loads(done.stdout.split("RESULT ")[-1])
     assert result["jvm_started"] is False
     assert result["health"] == {"pass": 3}
@@ -190,8 +217,9 @@ def test_the_restart_sensor_gives_up_after_the_cap_with_a_failed_check(tmp_path)
         assert "gave up after 2 relaunches" in check.description
         assert json.loads(cursor) == {run.run_id: "fail"}
         # The decision is made once per failed run: the next tick stays quiet.
-        assert restart_tick(instance, {"stream_clickstream_raw": [stream]}, lake, policy,
-                            EXPECTED, cursor)[:2] == ([], [])  # fmt: skip
+        assert restart_tick(
+            instance, {"stream_clickstream_raw": [stream]}, lake, policy, EXPECTED, cursor
+        )[:2] == ([], [])
 
         healthy = instance.create_run_for_job(job_def, run_config={"ops": {}})
         instance.report_run_failed(healthy, "first failure")
@@ -199,8 +227,10 @@ def test_the_restart_sensor_gives_up_after_the_cap_with_a_failed_check(tmp_path)
             instance, {"stream_clickstream_raw": [stream]}, lake, policy, EXPECTED, cursor
         )
         (request,) = requests
-        assert request.tags == {"platform/restart_attempt": "1",
-                                "platform/restart_of": healthy.run_id}  # fmt: skip
+        assert request.tags == {
+            "platform/restart_attempt": "1",
+            "platform/restart_of": healthy.run_id,
+        }
         assert request.run_config == {"ops": {}}
         assert "relaunched" in checks[0].description
 
@@ -219,8 +249,10 @@ def test_a_failure_that_can_only_fail_again_is_never_relaunched(tmp_path, kind, 
 
     @dg.op
     def refuse():
-        raise dg.Failure("Stream 'clickstream_raw' is already running: run 1a2b3c4d holds it.",
-                         metadata={"platform/failure": dg.MetadataValue.text(kind)})  # fmt: skip
+        raise dg.Failure(
+            "Stream 'clickstream_raw' is already running: run 1a2b3c4d holds it.",
+            metadata={"platform/failure": dg.MetadataValue.text(kind)},
+        )
 
     @dg.job(name="stream_clickstream_raw")
     def job():
@@ -231,9 +263,13 @@ def test_a_failure_that_can_only_fail_again_is_never_relaunched(tmp_path, kind, 
         result = job.execute_in_process(instance=instance, raise_on_error=False)
         assert not result.success
         requests, checks, cursor = restart_tick(
-            instance, {"stream_clickstream_raw": [stream]}, Lakehouse(tmp_path / "lake"),
-            RestartPolicy(base_delay_seconds=0), EXPECTED, None,
-        )  # fmt: skip
+            instance,
+            {"stream_clickstream_raw": [stream]},
+            Lakehouse(tmp_path / "lake"),
+            RestartPolicy(base_delay_seconds=0),
+            EXPECTED,
+            None,
+        )
 
     assert requests == []
     (check,) = checks

@@ -24,10 +24,13 @@ EVENTS = builtin_streams().get("events").outputs["events"]
 
 def definitions(*more: dg.Definitions) -> dg.Definitions:
     """The maintenance definitions with the resources the code location's root provides."""
-    resources = {"spark": SparkStreamingResource(state_partitions=2),
-                 "lakehouse": LakehouseResource()}  # fmt: skip
-    return dg.Definitions.merge(maintenance_definitions(STREAMS, get_settings()),
-                                dg.Definitions(resources=resources), *more)  # fmt: skip
+    resources = {
+        "spark": SparkStreamingResource(state_partitions=2),
+        "lakehouse": LakehouseResource(),
+    }
+    return dg.Definitions.merge(
+        maintenance_definitions(STREAMS, get_settings()), dg.Definitions(resources=resources), *more
+    )
 
 
 def test_a_job_per_layer_on_a_daily_schedule_and_a_files_check_on_every_table(monkeypatch):
@@ -35,18 +38,31 @@ def test_a_job_per_layer_on_a_daily_schedule_and_a_files_check_on_every_table(mo
     defs = definitions()
 
     jobs = {job.name for job in defs.resolve_all_job_defs() if job.name != "__ASSET_JOB"}
-    assert sorted(jobs) == ["table_maintenance_bronze", "table_maintenance_gold",
-                            "table_maintenance_silver"]  # fmt: skip
+    assert sorted(jobs) == [
+        "table_maintenance_bronze",
+        "table_maintenance_gold",
+        "table_maintenance_silver",
+    ]
     schedules = {s.name: (s.cron_schedule, s.default_status) for s in defs.schedules or []}
     stopped = dg.DefaultScheduleStatus.STOPPED
-    assert schedules == {"table_maintenance_bronze_schedule": ("0 3 * * *", stopped),
-                         "table_maintenance_silver_schedule": ("20 3 * * *", stopped),
-                         "table_maintenance_gold_schedule": ("40 3 * * *", stopped)}  # fmt: skip
+    assert schedules == {
+        "table_maintenance_bronze_schedule": ("0 3 * * *", stopped),
+        "table_maintenance_silver_schedule": ("20 3 * * *", stopped),
+        "table_maintenance_gold_schedule": ("40 3 * * *", stopped),
+    }
     (checks,) = defs.asset_checks or []
     assert sorted(k.asset_key.to_user_string() for k in checks.check_keys) == sorted(
-        ["clickstream_raw", "quarantine", "events", "late_events", "user_sessions",
-         "security_alerts", "service_heartbeats_raw", "service_status"]
-    )  # fmt: skip
+        [
+            "clickstream_raw",
+            "quarantine",
+            "events",
+            "late_events",
+            "user_sessions",
+            "security_alerts",
+            "service_heartbeats_raw",
+            "service_status",
+        ]
+    )
     assert {k.name for k in checks.check_keys} == {FILES_HEALTHY}
 
 

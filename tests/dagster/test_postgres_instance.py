@@ -49,14 +49,17 @@ pytestmark = [
 JOB = "stream_clickstream_raw"
 SCHEDULE = "stream_health_check_schedule"
 SENSOR = "stream_health_sensor"
-REPOSITORY = {"repositoryLocationName": "platform_pipelines.definitions",
-              "repositoryName": "__repository__"}  # fmt: skip
+REPOSITORY = {
+    "repositoryLocationName": "platform_pipelines.definitions",
+    "repositoryName": "__repository__",
+}
 ENDED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 
 
 def graphql(pg: DagsterOnPostgres, query: str, **variables: Any) -> dict[str, Any]:
-    response = requests.post(f"{pg.ui.url}/graphql", timeout=60,
-                             json={"query": query, "variables": variables})  # fmt: skip
+    response = requests.post(
+        f"{pg.ui.url}/graphql", timeout=60, json={"query": query, "variables": variables}
+    )
     response.raise_for_status()
     body = response.json()
     assert "errors" not in body, body
@@ -91,8 +94,12 @@ def test_platform_postgres_start_env_stop_keeps_the_data_and_the_address():
             f'export DAGSTER_PG_PASSWORD="$(cat {folder}/password)"',
             "export DAGSTER_PG_DB=dagster",
         ]
-        shell = subprocess.run(["bash", "-c", exports + 'echo "$DAGSTER_PG_PASSWORD"'],
-                               capture_output=True, text=True, check=True)  # fmt: skip
+        shell = subprocess.run(
+            ["bash", "-c", exports + 'echo "$DAGSTER_PG_PASSWORD"'],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert shell.stdout.strip() == conn.password
         server.sql("dagster", "CREATE TABLE kept AS SELECT 42 AS answer")
 
@@ -172,8 +179,9 @@ def the_schedule_ticks_and_its_run_waits_in_the_queue(started: Started) -> None:
     def launched() -> list[dict[str, Any]]:
         return [t for t in ticks() if t["status"] == "SUCCESS" and t["timestamp"] > started.since]
 
-    tick = wait_for(launched, 150, f"a tick of {SCHEDULE} that launched a run", every=2,
-                    show=ticks)[-1]  # fmt: skip
+    tick = wait_for(
+        launched, 150, f"a tick of {SCHEDULE} that launched a run", every=2, show=ticks
+    )[-1]
     (run_id,) = tick["runIds"]
 
     run = instance.get_run_by_id(run_id)
@@ -182,8 +190,10 @@ def the_schedule_ticks_and_its_run_waits_in_the_queue(started: Started) -> None:
     assert run.status == DagsterRunStatus.QUEUED  # held by the fixture's tag limit: no JVM
     pg.ui.client.terminate_run(run_id)
     assert pg.ui.client.get_run_status(run_id) == DagsterRunStatus.CANCELED
-    stored = pg.sql(f"SELECT status, count(*) FROM job_ticks WHERE type = 'SCHEDULE' AND "
-                    f"selector_id = '{selector_id(instance, SCHEDULE)}' GROUP BY status")  # fmt: skip
+    stored = pg.sql(
+        f"SELECT status, count(*) FROM job_ticks WHERE type = 'SCHEDULE' AND "
+        f"selector_id = '{selector_id(instance, SCHEDULE)}' GROUP BY status"
+    )
     assert ["SUCCESS", "1"] in stored, stored
     assert pg.sql(f"SELECT pipeline_name, status FROM runs WHERE run_id = '{run_id}'") == [
         ["stream_health_check", "CANCELED"]
@@ -192,9 +202,14 @@ def the_schedule_ticks_and_its_run_waits_in_the_queue(started: Started) -> None:
 
 def the_stream_run_succeeds_with_its_event_log_in_postgres(started: Started) -> None:
     pg, instance, client = started.pg, started.instance, started.pg.ui.client
-    status = wait_for(lambda: client.get_run_status(started.run_id) in ENDED
-                      and client.get_run_status(started.run_id), 300, f"the {JOB} run to end",
-                      every=2)  # fmt: skip
+    status = wait_for(
+        lambda: (
+            client.get_run_status(started.run_id) in ENDED and client.get_run_status(started.run_id)
+        ),
+        300,
+        f"the {JOB} run to end",
+        every=2,
+    )
     logs = instance.all_logs(started.run_id)
     assert status == DagsterRunStatus.SUCCESS, [e.user_message for e in logs][-10:]
 
@@ -207,11 +222,16 @@ def the_stream_run_succeeds_with_its_event_log_in_postgres(started: Started) -> 
     assert done.asset_materialization.metadata["rows_read_in_run"].value == 7
     assert pg.sql(f"SELECT status FROM runs WHERE run_id = '{started.run_id}'") == [["SUCCESS"]]
     # Engine events may still be appended after the run's end: count the ones that mark it.
-    kinds = [DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.STEP_SUCCESS,
-             DagsterEventType.RUN_SUCCESS]  # fmt: skip
-    stored = pg.sql(f"SELECT dagster_event_type, count(*) FROM event_logs WHERE run_id = "
-                    f"'{started.run_id}' AND dagster_event_type IN "
-                    f"({', '.join(repr(k.value) for k in kinds)}) GROUP BY 1")  # fmt: skip
+    kinds = [
+        DagsterEventType.ASSET_MATERIALIZATION,
+        DagsterEventType.STEP_SUCCESS,
+        DagsterEventType.RUN_SUCCESS,
+    ]
+    stored = pg.sql(
+        f"SELECT dagster_event_type, count(*) FROM event_logs WHERE run_id = "
+        f"'{started.run_id}' AND dagster_event_type IN "
+        f"({', '.join(repr(k.value) for k in kinds)}) GROUP BY 1"
+    )
     assert {kind: int(n) for kind, n in stored} == {k.value: 1 for k in kinds} | {
         DagsterEventType.ASSET_MATERIALIZATION.value: 2  # the streams started, and stopped
     }
@@ -219,18 +239,28 @@ def the_stream_run_succeeds_with_its_event_log_in_postgres(started: Started) -> 
 
 def the_health_sensor_ticks_and_reports_its_checks_into_postgres(started: Started) -> None:
     pg, instance = started.pg, started.instance
-    wait_for(lambda: sensor_ticks_since(instance, SENSOR, started.since) >= 2, 90,
-             f"two ticks of {SENSOR}")  # fmt: skip
+    wait_for(
+        lambda: sensor_ticks_since(instance, SENSOR, started.since) >= 2,
+        90,
+        f"two ticks of {SENSOR}",
+    )
 
     data = graphql(pg, SENSOR_TICKS, s={**REPOSITORY, "sensorName": SENSOR})
     state = data["sensorOrError"]["sensorState"]
     assert state["status"] == "RUNNING"
-    stored = pg.sql(f"SELECT count(*) FROM job_ticks WHERE type = 'SENSOR' AND "
-                    f"selector_id = '{selector_id(instance, SENSOR)}'")  # fmt: skip
+    stored = pg.sql(
+        f"SELECT count(*) FROM job_ticks WHERE type = 'SENSOR' AND "
+        f"selector_id = '{selector_id(instance, SENSOR)}'"
+    )
     assert int(stored[0][0]) >= 2 and state["ticks"]
-    liveness = wait_for(lambda: latest_check(instance, "clickstream_raw", "liveness"), 60,
-                        "the sensor's liveness result for clickstream_raw")  # fmt: skip
+    liveness = wait_for(
+        lambda: latest_check(instance, "clickstream_raw", "liveness"),
+        60,
+        "the sensor's liveness result for clickstream_raw",
+    )
     assert liveness.asset_key == dg.AssetKey("clickstream_raw")
-    results = pg.sql("SELECT count(*) FROM asset_check_executions WHERE check_name = 'liveness' "
-                     f"AND asset_key = '{dg.AssetKey('clickstream_raw').to_string()}'")  # fmt: skip
+    results = pg.sql(
+        "SELECT count(*) FROM asset_check_executions WHERE check_name = 'liveness' "
+        f"AND asset_key = '{dg.AssetKey('clickstream_raw').to_string()}'"
+    )
     assert int(results[0][0]) >= 1

@@ -24,13 +24,17 @@ def failure_of(config: dict, tmp_path, monkeypatch) -> str:  # type: ignore[no-u
     [
         ({"stream": "nope"}, "stream: 'nope' is not declared; use one of: clickstream_raw, events"),
         ({"stream": "events", "start": "timestamp"}, "needs the time to start from: give it"),
-        ({"stream": "events", "start": "timestamp", "timestamp": "2026-11-23T10:00"},
-         "'2026-11-23T10:00' has no time zone; add one, e.g. 2026-11-23T10:00Z for UTC"),
-        ({"stream": "clickstream_raw", "start": "bronze"},
-         "clickstream_raw is a bronze stream: its input is Kafka"),
+        (
+            {"stream": "events", "start": "timestamp", "timestamp": "2026-11-23T10:00"},
+            "'2026-11-23T10:00' has no time zone; add one, e.g. 2026-11-23T10:00Z for UTC",
+        ),
+        (
+            {"stream": "clickstream_raw", "start": "bronze"},
+            "clickstream_raw is a bronze stream: its input is Kafka",
+        ),
         ({"stream": "events", "switch_only": "r1"}, "No rebuild r1 waits to be switched in"),
     ],
-)  # fmt: skip
+)
 def test_the_reprocess_job_refuses_a_bad_launch_naming_the_field_and_the_fix(
     config, message, tmp_path, monkeypatch
 ):

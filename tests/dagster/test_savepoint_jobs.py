@@ -36,22 +36,29 @@ def defs(tmp_path, monkeypatch) -> dg.Definitions:
 
 def launch(defs: dg.Definitions, job: str, op: str, config: dict) -> dg.ExecuteInProcessResult:
     return defs.resolve_job_def(job).execute_in_process(
-        run_config={"ops": {op: {"config": config}}}, instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
-    )  # fmt: skip
+        run_config={"ops": {op: {"config": config}}},
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
 
 
 def test_a_savepoint_is_taken_and_restored_from_dagster_with_its_numbers(defs):
-    created = launch(defs, "savepoint_create", "create_savepoint",
-                     {"stream": "key_counts", "name": "before"})  # fmt: skip
+    created = launch(
+        defs, "savepoint_create", "create_savepoint", {"stream": "key_counts", "name": "before"}
+    )
     restored = launch(defs, "savepoint_restore", "restore_savepoint", {"stream": "key_counts"})
 
     assert created.success and restored.success
-    (observed,) = [e.event_specific_data.asset_observation  # type: ignore[union-attr]
-                   for e in created.all_events if e.event_type_value == "ASSET_OBSERVATION"]  # fmt: skip
+    (observed,) = [
+        e.event_specific_data.asset_observation  # type: ignore[union-attr]
+        for e in created.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
     assert observed.asset_key == dg.AssetKey("key_counts")
     assert {k: observed.metadata[k].value for k in ("batch", "key_counts_version")} == {
-        "batch": 0, "key_counts_version": 1,
-    }  # fmt: skip
+        "batch": 0,
+        "key_counts_version": 1,
+    }
     (materialized,) = restored.asset_materializations_for_node("restore_savepoint")
     assert materialized.metadata["savepoint"].value == "before"
     assert "recomputes from batch 1" in (materialized.description or "")
@@ -62,8 +69,9 @@ def test_a_savepoint_is_taken_and_restored_from_dagster_with_its_numbers(defs):
 
 def test_a_bad_launch_names_the_field_and_the_fix(defs):
     unknown = launch(defs, "savepoint_create", "create_savepoint", {"stream": "key_count"})
-    missing = launch(defs, "savepoint_restore", "restore_savepoint",
-                     {"stream": "key_counts", "name": "typo"})  # fmt: skip
+    missing = launch(
+        defs, "savepoint_restore", "restore_savepoint", {"stream": "key_counts", "name": "typo"}
+    )
 
     assert (
         "stream: 'key_count' is not a declared stream; use one of: key_events_raw, key_counts"

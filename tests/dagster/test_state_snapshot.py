@@ -36,10 +36,13 @@ def registry() -> StreamRegistry:
 
 
 def snapshot_job(streams: StreamRegistry) -> dg.JobDefinition:
-    resources = {"spark": SparkStreamingResource(state_partitions=2),
-                 "lakehouse": LakehouseResource()}  # fmt: skip
-    defs = dg.Definitions.merge(state_definitions(list(streams), get_settings()),
-                                dg.Definitions(resources=resources))  # fmt: skip
+    resources = {
+        "spark": SparkStreamingResource(state_partitions=2),
+        "lakehouse": LakehouseResource(),
+    }
+    defs = dg.Definitions.merge(
+        state_definitions(list(streams), get_settings()), dg.Definitions(resources=resources)
+    )
     return defs.resolve_job_def(JOB)
 
 
@@ -56,8 +59,13 @@ def lake(tmp_path, monkeypatch) -> Lakehouse:
 
 def failure(event_id: str, user: str, minute: int) -> dict:
     """A silver ``events`` row: a failed login."""
-    return {"event_id": event_id, "user_id": user, "event_type": "login_failed",
-            "page": "/login", "event_time": at(minute)}  # fmt: skip
+    return {
+        "event_id": event_id,
+        "user_id": user,
+        "event_type": "login_failed",
+        "page": "/login",
+        "event_time": at(minute),
+    }
 
 
 def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(spark, lake):
@@ -68,11 +76,16 @@ def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(spark, lake)
         failure("f1", "u5", 1),
         failure("f2", "u5", 2),
         failure("g0", "u6", 0),
-    ]  # fmt: skip  (hand-written silver rows: no broker needed)
+    ]  # (hand-written silver rows: no broker needed)
     spark.createDataFrame(rows, events.outputs[events.table]).write.format("delta").save(
-        str(lake.table(events.table)))  # fmt: skip
-    run_streams(StreamContext(spark, lake, "127.0.0.1:1"), [alerts], RunOptions(mode="catch_up"),
-                lambda *_: None)  # fmt: skip
+        str(lake.table(events.table))
+    )
+    run_streams(
+        StreamContext(spark, lake, "127.0.0.1:1"),
+        [alerts],
+        RunOptions(mode="catch_up"),
+        lambda *_: None,
+    )
     u5, u6 = {"failures_ms": [ms(0), ms(1), ms(2)]}, {"failures_ms": [ms(0)]}
     # flatMapGroupsWithState (the alerts' Java port): the key, its groupState as JSON and the
     # 8-byte timeout
@@ -94,12 +107,13 @@ def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(spark, lake)
         ("security_alerts", 1, "u5", u5, at(12).replace(tzinfo=None), sizes["u5"]),
         ("security_alerts", 1, "u6", u6, at(10).replace(tzinfo=None), sizes["u6"]),
         ("security_alerts", 1, "u5", u5, at(12).replace(tzinfo=None), sizes["u5"]),  # top=1
-    ]  # fmt: skip  (batch 1: the no-data batch that moved the watermark)
+    ]  # (batch 1: the no-data batch that moved the watermark)
     assert len({r["snapshot_time"] for r in written}) == 2
     for result in (first, second):
         (event,) = result.asset_materializations_for_node(SNAPSHOT_TABLE)
-        assert {k: event.metadata[k].value for k in ("keys", "total_bytes", "biggest_key_bytes")} \
-            == {"keys": 2, "total_bytes": sizes["u5"] + sizes["u6"], "biggest_key_bytes": sizes["u5"]}  # fmt: skip
+        assert {
+            k: event.metadata[k].value for k in ("keys", "total_bytes", "biggest_key_bytes")
+        } == {"keys": 2, "total_bytes": sizes["u5"] + sizes["u6"], "biggest_key_bytes": sizes["u5"]}
         assert "| `u5` |" in event.metadata["biggest_keys_security_alerts"].value
 
 
@@ -128,4 +142,9 @@ def test_the_snapshot_asset_and_job_merge_into_the_code_location_with_descriptio
     asset = defs.resolve_assets_def(SNAPSHOT_TABLE)
     assert asset.descriptions_by_key[asset.key] and defs.resolve_job_def(JOB).description
     assert {k.to_user_string() for k in asset.dependency_keys} == {
-        "events", "user_sessions", "security_alerts", "service_status", "key_counts"}  # fmt: skip
+        "events",
+        "user_sessions",
+        "security_alerts",
+        "service_status",
+        "key_counts",
+    }

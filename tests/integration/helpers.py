@@ -44,8 +44,12 @@ def run_catch_up(
     registry = registry or builtin_streams(BuiltinSettings(clickstream_topic=topic))
     names = list(streams or ["clickstream_raw", "events", "user_sessions"])
     progress = Progress()
-    run_streams(StreamContext(spark, lake, bootstrap), [registry.get(n) for n in names],
-                RunOptions(mode="catch_up", max_offsets_per_trigger=max_offsets), progress)  # fmt: skip
+    run_streams(
+        StreamContext(spark, lake, bootstrap),
+        [registry.get(n) for n in names],
+        RunOptions(mode="catch_up", max_offsets_per_trigger=max_offsets),
+        progress,
+    )
     return progress
 
 

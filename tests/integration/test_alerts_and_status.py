@@ -44,19 +44,28 @@ def test_five_failed_logins_within_ten_minutes_raise_one_alert_across_a_restart(
     cfg = BuiltinSettings(clickstream_topic=topic)
     lake = Lakehouse(tmp_path / "lake")
     streams = ["clickstream_raw", "events", "security_alerts"]
-    produce_events(kafka_broker, topic, [
-        *failures("u5", [0, 1, 2], "a"),
-        *failures("u6", [0, 1, 2, 3], "b"), ev("b-ok", "u6", "login_success", 4, "/login"),
-    ])  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [
+            *failures("u5", [0, 1, 2], "a"),
+            *failures("u6", [0, 1, 2, 3], "b"),
+            ev("b-ok", "u6", "login_success", 4, "/login"),
+        ],
+    )
     catch_up(spark, lake, kafka_broker, cfg, streams)
     assert rows(spark, lake, "security_alerts") == []
 
-    produce_events(kafka_broker, topic, [
-        *failures("u5", [3, 4], "c"),  # the 4th and 5th within 10 minutes: an alert
-        *failures("u6", [5, 6, 7, 8], "d"),  # 4 after the success: no alert
-        *failures("u7", [0, 6, 12, 18, 24], "e"),  # never 5 within 10 minutes
-        ev("late", "u8", "page_view", 90, "/home"),  # moves the watermark: idle state expires
-    ])  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [
+            *failures("u5", [3, 4], "c"),  # the 4th and 5th within 10 minutes: an alert
+            *failures("u6", [5, 6, 7, 8], "d"),  # 4 after the success: no alert
+            *failures("u7", [0, 6, 12, 18, 24], "e"),  # never 5 within 10 minutes
+            ev("late", "u8", "page_view", 90, "/home"),  # moves the watermark: idle state expires
+        ],
+    )
     catch_up(spark, lake, kafka_broker, cfg, streams)
 
     assert rows(spark, lake, "security_alerts") == [
@@ -99,16 +108,23 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
             supervisor.add(name, start_stream(ctx, registry.get(name), every_second, "continuous"))
         wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
         # No input at all from here on: only the processing-time timers can make progress.
-        wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
-                 120, "both services to go stale", show=lambda: rows(spark, lake, "service_status"))  # fmt: skip
+        wait_for(
+            lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
+            120,
+            "both services to go stale",
+            show=lambda: rows(spark, lake, "service_status"),
+        )
         produce_events(
             kafka_broker, topic, [heartbeat("svc-a", datetime.now(UTC))], key_field="service"
         )
         wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok"], 120, "svc-a ok")
         # svc-a goes stale again once its new timer fires: by then svc-b, silent all along, has
         # had every chance to be reported stale a second time.
-        wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok", "stale"], 120,
-                 "svc-a to go stale again")  # fmt: skip
+        wait_for(
+            lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok", "stale"],
+            120,
+            "svc-a to go stale again",
+        )
         supervisor.poll()
     finally:
         supervisor.stop_all()
@@ -130,8 +146,12 @@ def test_a_new_checkpoint_seeds_status_from_the_table_so_a_known_stale_service_t
         known, "service string, status string, changed_at timestamp, last_heartbeat_time timestamp"
     )
     seed.write.format("delta").save(str(lake.table("service_status")))
-    produce_events(kafka_broker, topic, [heartbeat("svc-c", at(10)), heartbeat("svc-d", at(10))],
-                   key_field="service")  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [heartbeat("svc-c", at(10)), heartbeat("svc-d", at(10))],
+        key_field="service",
+    )
 
     catch_up(spark, lake, kafka_broker, cfg, ["service_heartbeats_raw", "service_status"])
 

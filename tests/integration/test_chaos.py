@@ -14,8 +14,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 # Small trials (CI time): 600 records at 150/s, one kill within 15 s of the launch (often during
 # the first start), then the relaunch that catches up; the three pipelines run at once (their
 # JVMs mostly wait for triggers). `make chaos` runs the full-size trials.
-CONFIG = ChaosConfig(trials=3, events=600, rate_per_sec=150.0, kills=(1, 1),
-                     kill_window=(0.5, 15.0), seed=7, parallel=3)  # fmt: skip
+CONFIG = ChaosConfig(
+    trials=3,
+    events=600,
+    rate_per_sec=150.0,
+    kills=(1, 1),
+    kill_window=(0.5, 15.0),
+    seed=7,
+    parallel=3,
+)
 
 
 def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_path: Path):

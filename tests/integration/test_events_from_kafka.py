@@ -55,8 +55,15 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
     registry = from_kafka(topic)
     assert registry.get("events").upstream == topic  # lineage: the topic, not clickstream_raw
 
-    progress = run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw", "events"],
-                            max_offsets=5, registry=registry)  # fmt: skip
+    progress = run_catch_up(
+        spark,
+        lake,
+        kafka_broker,
+        topic,
+        ["clickstream_raw", "events"],
+        max_offsets=5,
+        registry=registry,
+    )
 
     assert len(progress.batches["events"]) >= 6  # offsets ranges batch after batch
     assert read_again == []  # no row could be late: the query's own counts were enough
@@ -64,11 +71,17 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
         e["event_id"] for e in good
     )
     assert ledger(spark, lake, "events") == {
-        "rows_in": 34, "rows_out": 30, "rows_late": 0, "rows_quarantined": 2,
-    }  # fmt: skip
+        "rows_in": 34,
+        "rows_out": 30,
+        "rows_late": 0,
+        "rows_quarantined": 2,
+    }
     assert ledger(spark, lake, "clickstream_raw") == {
-        "rows_in": 34, "rows_out": 32, "rows_late": 0, "rows_quarantined": 2,
-    }  # fmt: skip
+        "rows_in": 34,
+        "rows_out": 32,
+        "rows_late": 0,
+        "rows_quarantined": 2,
+    }
     assert sorted(r["raw_value"] for r in table(spark, lake, "quarantine")) == ["oops", "{}"]
     verdicts = {
         n: no_silent_loss(spark, lake, registry.get(n)) for n in ("clickstream_raw", "events")
@@ -90,21 +103,32 @@ def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
         monkeypatch.setattr(KafkaInput, "counted", lambda self: None)
     topic = topic_factory("fromkafkalate", partitions=2)
     epoch = {**ev("epoch", "u2", "page_view", 0), "event_time": "1970-01-01T00:00:00Z"}
-    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0),
-                                         ev("b", "u1", "page_view", 30), epoch])  # fmt: skip
+    produce_events(
+        kafka_broker, topic, [ev("a", "u1", "page_view", 0), ev("b", "u1", "page_view", 30), epoch]
+    )
     registry = from_kafka(topic)
     one = run_catch_up(spark, lake, kafka_broker, topic, ["events"], registry=registry)
-    produce_events(kafka_broker, topic, [ev("late", "u1", "page_view", 5), b"[1]",
-                                         ev("on-time", "u1", "page_view", 25),
-                                         ev("a", "u1", "page_view", 0)])  # fmt: skip
-    two = run_catch_up(spark, lake, kafka_broker, topic, ["events", "user_sessions"],
-                       registry=registry)  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [
+            ev("late", "u1", "page_view", 5),
+            b"[1]",
+            ev("on-time", "u1", "page_view", 25),
+            ev("a", "u1", "page_view", 0),
+        ],
+    )
+    two = run_catch_up(
+        spark, lake, kafka_broker, topic, ["events", "user_sessions"], registry=registry
+    )
 
     assert sorted(r["event_id"] for r in table(spark, lake, "events")) == ["a", "b", "on-time"]
     late = sorted(table(spark, lake, "late_events"), key=lambda r: (r["batch_id"], r["event_time"]))
     assert [(json.loads(r["row"])["event_id"], r["late_by_seconds"]) for r in late] == [
-        ("epoch", 0.0), ("a", 1200.0), ("late", 900.0),
-    ]  # fmt: skip
+        ("epoch", 0.0),
+        ("a", 1200.0),
+        ("late", 900.0),
+    ]
     assert late[2]["reason"] == (
         "event_time is 15 min 0 s behind the watermark of events, which allows 10 min of lateness"
     )
@@ -117,8 +141,11 @@ def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
     dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
     assert dropped == len(late) == 3
     assert ledger(spark, lake, "events") == {
-        "rows_in": 7, "rows_out": 3, "rows_late": 3, "rows_quarantined": 1,
-    }  # fmt: skip
+        "rows_in": 7,
+        "rows_out": 3,
+        "rows_late": 3,
+        "rows_quarantined": 1,
+    }
     # Nothing here ran bronze: the quarantined record is counted, and only bronze writes it.
     assert table(spark, lake, "quarantine") == []
     assert ledger(spark, lake, "user_sessions")["rows_in"] == 3

@@ -69,8 +69,12 @@ def test_a_first_start_killed_at_several_points_then_launches_continuously(
     for point, reached in KILL_POINTS.items():
         assert not reached(lake), f"{point}: already reached before this launch"
         worker = launch_worker(tmp_path, kafka_broker, topic)
-        wait_for(lambda reached=reached, worker=worker: reached(lake) or worker.poll() is not None,
-                 300, f"the first start to reach: {point}", every=0.01)  # fmt: skip
+        wait_for(
+            lambda reached=reached, worker=worker: reached(lake) or worker.poll() is not None,
+            300,
+            f"the first start to reach: {point}",
+            every=0.01,
+        )
         assert worker.poll() is None, f"the pipeline exited before {point}"
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()

@@ -93,10 +93,17 @@ def test_a_stream_that_never_removes_state_is_flagged_as_leaking_and_builtins_ar
             supervisor.add(stream.name, start_stream(ctx, stream, options, "continuous"))
         for n in range(6):
             produce_events(kafka_broker, clicks, round_of_clicks(n))
-            produce_events(kafka_broker, keys, [keyed(f"k{n}-{j}", 15 * n + j) for j in range(3)],
-                           key_field="key")  # fmt: skip
-            wait_for(lambda n=n: supervisor.poll() or key_rows() >= 3 * (n + 1), 120,
-                     f"key_counts to read round {n}")  # fmt: skip
+            produce_events(
+                kafka_broker,
+                keys,
+                [keyed(f"k{n}-{j}", 15 * n + j) for j in range(3)],
+                key_field="key",
+            )
+            wait_for(
+                lambda n=n: supervisor.poll() or key_rows() >= 3 * (n + 1),
+                120,
+                f"key_counts to read round {n}",
+            )
             leak = judge_state_growth(store.recent("key_counts", 60))
             if leak.status is Status.FAIL and flagged_at is None:
                 flagged_at = len(key_progress())
@@ -131,8 +138,9 @@ class Explodes:
         return Step(state)
 
 
-def test_a_dead_query_is_recorded_with_its_error_class(spark, kafka_broker, topic_factory,
-                                                       tmp_path):  # fmt: skip
+def test_a_dead_query_is_recorded_with_its_error_class(
+    spark, kafka_broker, topic_factory, tmp_path
+):
     topic = topic_factory("health_boom", partitions=1)
     registry = builtin_streams(BuiltinSettings(clickstream_topic="unused"))
     declare_stream(
@@ -182,8 +190,15 @@ def test_lag_behind_the_topic_is_shown_and_a_damaged_checkpoint_is_refused(
     assert health.lag is not None and health.lag.records == 37
     assert health.metrics["lag_records"] == 37
     assert health.verdict("falling_behind").status is Status.PASS  # 37 is below the warning
-    strict = evaluate_stream(bronze, lake, records, run, broker, time.time(),
-                             HealthConfig(policy=HealthPolicy(lag_warn_records=10)))  # fmt: skip
+    strict = evaluate_stream(
+        bronze,
+        lake,
+        records,
+        run,
+        broker,
+        time.time(),
+        HealthConfig(policy=HealthPolicy(lag_warn_records=10)),
+    )
     behind = strict.verdict("falling_behind")
     assert behind.status is Status.WARN
     assert f"37 records behind its Kafka topic {topic} (warn above 10)" in behind.summary

@@ -62,8 +62,13 @@ def cli_env(local_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a user whose PLATFORM_LOCAL_DIR is ``local_dir`` (jars reused)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLATFORM_KAFKA_")}
     env.pop("PLATFORM_LAKEHOUSE_DIR", None)
-    return {**env, "PLATFORM_LOCAL_DIR": str(local_dir), "COLUMNS": "200",
-            "PLATFORM_JARS_DIR": str(get_settings().jars_dir), **extra}  # fmt: skip
+    return {
+        **env,
+        "PLATFORM_LOCAL_DIR": str(local_dir),
+        "COLUMNS": "200",
+        "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +77,12 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
     local_dir = tmp_path_factory.mktemp("secure")
     started = subprocess.run(
         [PLATFORM, "kafka", "start", "--security", "sasl_ssl"],
-        env=cli_env(local_dir), capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        env=cli_env(local_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         running = find_running_broker(local_dir / "kafka")
@@ -86,8 +95,13 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
 def exported_env(broker: SecureBroker) -> dict[str, str]:
     """The PLATFORM_KAFKA_* variables a shell has after `eval "$(platform kafka env)"`."""
     script = f'eval "$({PLATFORM} kafka env)" && env -0'
-    done = subprocess.run(["bash", "-c", script], env=cli_env(broker.local_dir),
-                          capture_output=True, check=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", script],
+        env=cli_env(broker.local_dir),
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     pairs = (item.split("=", 1) for item in done.stdout.decode().split("\0") if "=" in item)
     return {k: v for k, v in pairs if k.startswith("PLATFORM_KAFKA_")}
 
@@ -168,9 +182,12 @@ def files_holding(root: Path, secret: str) -> list[str]:
 def test_a_stream_runs_end_to_end_over_sasl_ssl_and_its_password_shows_nowhere(
     spark, secure_broker: SecureBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = {**cli_env(secure_broker.local_dir), **exported_env(secure_broker),
-           "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap,
-           "PLATFORM_CLICKSTREAM_TOPIC": TOPIC}  # fmt: skip
+    env = {
+        **cli_env(secure_broker.local_dir),
+        **exported_env(secure_broker),
+        "PLATFORM_KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap,
+        "PLATFORM_CLICKSTREAM_TOPIC": TOPIC,
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("PLATFORM_LAKEHOUSE_DIR", raising=False)
@@ -210,8 +227,9 @@ def test_a_stream_runs_end_to_end_over_sasl_ssl_and_its_password_shows_nowhere(
     assert run is not None
     events = instance.all_logs(result.run_id)
     compute_logs = [p for p in (dagster_dir / "storage").rglob("*") if p.suffix in (".out", ".err")]
-    status = subprocess.run([PLATFORM, "status"], env=env, capture_output=True, text=True,
-                            timeout=300, check=False)  # fmt: skip
+    status = subprocess.run(
+        [PLATFORM, "status"], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
 
     assert len(events) > 10 and compute_logs
     assert password not in serialize_value(events)

@@ -43,8 +43,10 @@ def run(ctx: StreamContext, registry: StreamRegistry) -> None:
 
 
 def spans(spark, lake) -> dict[tuple[str, str], tuple]:
-    return {(r["user_id"], r["activity"]): (r["first_seen"], r["last_seen"], r["events"])
-            for r in table(spark, lake, "activity_spans")}  # fmt: skip
+    return {
+        (r["user_id"], r["activity"]): (r["first_seen"], r["last_seen"], r["events"])
+        for r in table(spark, lake, "activity_spans")
+    }
 
 
 def test_a_composite_key_stream_keeps_one_row_per_user_and_activity_and_refuses_a_new_key(
@@ -59,10 +61,16 @@ def test_a_composite_key_stream_keeps_one_row_per_user_and_activity_and_refuses_
     declare_stream(registry, replace(example, source=replace(example.source, topic=topic)))
     ctx = StreamContext(spark, Lakehouse(tmp_path / "lake"), kafka_broker)
 
-    produce_events(kafka_broker, topic, [
-        activity("u1", "search", 0), activity("u1", "buy", 3), activity("u2", "search", 1),
-        activity("u1", "search", 5, device="ios", ab={"arm": 2}),
-    ])  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [
+            activity("u1", "search", 0),
+            activity("u1", "buy", 3),
+            activity("u2", "search", 1),
+            activity("u1", "search", 5, device="ios", ab={"arm": 2}),
+        ],
+    )
     run(ctx, registry)
     produce_events(kafka_broker, topic, [activity("u1", "search", 2), activity("u2", "buy", 4)])
     run(ctx, registry)
@@ -83,10 +91,22 @@ def test_a_composite_key_stream_keeps_one_row_per_user_and_activity_and_refuses_
 
     # Keying the same checkpoint by the user alone is refused before any query starts.
     stream = registry.get("activity_spans")
-    rekeyed = StreamRegistry([registry.get(registry.names()[0]), replace(stream, key="user_id",
-                              output_schema={"user_id": "string", "activity": "string",
-                                             "first_seen": "timestamp", "last_seen": "timestamp",
-                                             "events": "long"})])  # fmt: skip
+    rekeyed = StreamRegistry(
+        [
+            registry.get(registry.names()[0]),
+            replace(
+                stream,
+                key="user_id",
+                output_schema={
+                    "user_id": "string",
+                    "activity": "string",
+                    "first_seen": "timestamp",
+                    "last_seen": "timestamp",
+                    "events": "long",
+                },
+            ),
+        ]
+    )
     with pytest.raises(DeclarationChanged) as refused:
         run(ctx, rekeyed)
     assert "key: ['user_id', 'activity'] -> ['user_id']" in str(refused.value)
@@ -117,8 +137,9 @@ def test_a_reprocess_with_the_fix_equals_a_clean_run_and_readers_left_out_are_re
     bronze = registry.names()[0]
     lake = Lakehouse(tmp_path / "lake")
     ctx = StreamContext(spark, lake, kafka_broker)
-    produce_events(kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2), b"oops"],
-                   key_field="key")  # fmt: skip
+    produce_events(
+        kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2), b"oops"], key_field="key"
+    )
     run(ctx, buggy)
     counts = {r["key"]: r["count"] for r in table(spark, lake, "key_counts")}
     assert counts == {"a": 4, "b": 2}  # the bug
@@ -165,8 +186,10 @@ def same_tables(spark, lake: Lakehouse, clean: Lakehouse, bronze: str) -> bool:
     """Every row equal to the clean run's (quarantine: all but the time it was quarantined)."""
 
     def rows(where: Lakehouse, name: str) -> list[str]:
-        return sorted(str({k: v for k, v in r.items() if k != "quarantined_at"})
-                      for r in table(spark, where, name))  # fmt: skip
+        return sorted(
+            str({k: v for k, v in r.items() if k != "quarantined_at"})
+            for r in table(spark, where, name)
+        )
 
     for name in ("key_counts", bronze, "quarantine"):
         assert rows(lake, name) == rows(clean, name), name

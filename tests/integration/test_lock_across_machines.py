@@ -89,9 +89,15 @@ def machines(
 
     def start(kind: str, owner: str, *names: str) -> subprocess.Popen[str]:
         env = {**os.environ, "PLATFORM_LOCK_DATABASE_URL": lock_database}
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, kind, owner, *names], cwd=one,
-                                env=env, text=True, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, kind, owner, *names],
+            cwd=one,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         started.append(proc)
         line = proc.stdout.readline() if proc.stdout else ""
         assert line == "holding\n", proc.stderr.read() if proc.stderr else line
@@ -119,8 +125,9 @@ def test_a_run_on_another_machine_is_refused_naming_the_holder_until_the_holder_
     first = machines(kind, "run 1a2b3c4d of all_streams", "events")
 
     with pytest.raises(CheckpointBusyError) as refused:
-        CheckpointLocks({"events": events}, owner="run 5e6f7a8b of stream_events",
-                        settings=settings).__enter__()  # fmt: skip
+        CheckpointLocks(
+            {"events": events}, owner="run 5e6f7a8b of stream_events", settings=settings
+        ).__enter__()
     assert str(refused.value) == (
         f"Stream 'events' is already running: run 1a2b3c4d of all_streams on host "
         f"{socket.gethostname()} (pid {first.pid}) holds its checkpoint {events}. Stop that run "
@@ -128,16 +135,22 @@ def test_a_run_on_another_machine_is_refused_naming_the_holder_until_the_holder_
     )
     assert locked_streams([("events", events), ("user_sessions", sessions)], settings) == ["events"]
     assert {k: v for k, v in holder(events, settings).items() if k != "taken_at"} == {
-        "owner": "run 1a2b3c4d of all_streams", "host": socket.gethostname(), "pid": first.pid,
-    }  # fmt: skip
+        "owner": "run 1a2b3c4d of all_streams",
+        "host": socket.gethostname(),
+        "pid": first.pid,
+    }
     assert not Path("lake").exists()  # the lock itself touched no file system
 
     first.kill()  # SIGKILL: no clean-up runs; the server sees the session's socket close
     first.wait(timeout=30)
-    wait_for(lambda: locked_streams([("events", events)], settings) == [], 30,
-             "PostgreSQL to release the killed holder's lock")  # fmt: skip
-    with CheckpointLocks({"events": events}, owner="run 5e6f7a8b of stream_events",
-                         settings=settings) as locks:  # fmt: skip
+    wait_for(
+        lambda: locked_streams([("events", events)], settings) == [],
+        30,
+        "PostgreSQL to release the killed holder's lock",
+    )
+    with CheckpointLocks(
+        {"events": events}, owner="run 5e6f7a8b of stream_events", settings=settings
+    ) as locks:
         locks.check()  # held, so no LockLostError
         assert holder(events, settings)["pid"] == os.getpid()
         assert locked_streams([("events", events)], settings) == ["events"]
@@ -155,8 +168,9 @@ def test_locks_are_all_or_none_across_machines(
         CheckpointLocks(both, owner="run 5e6f7a8b of all_streams", settings=settings).__enter__()
     # events was taken first, then given back when user_sessions was refused
     assert locked_streams(both.items(), settings) == ["user_sessions"]
-    with CheckpointLocks({"events": events}, owner="run 9c0d1e2f of stream_events",
-                         settings=settings):  # fmt: skip
+    with CheckpointLocks(
+        {"events": events}, owner="run 9c0d1e2f of stream_events", settings=settings
+    ):
         assert locked_streams(both.items(), settings) == ["events", "user_sessions"]
 
 
@@ -170,8 +184,11 @@ def test_a_retired_checkpoint_is_refused_with_the_lock_database(
     ):
         retire(old, "rebuilt by platform reprocess as events@r1")
 
-    with pytest.raises(CheckpointBusyError, match=r"was replaced \(rebuilt by platform reprocess "
-                       r"as events@r1\)\. Start the run again"):  # fmt: skip
+    with pytest.raises(
+        CheckpointBusyError,
+        match=r"was replaced \(rebuilt by platform reprocess "
+        r"as events@r1\)\. Start the run again",
+    ):
         CheckpointLocks({"events": old}, settings=settings).__enter__()
     assert locked_streams([("events", old)], settings) == []  # the refusal gave the lock back
 
@@ -192,8 +209,9 @@ def test_a_holder_whose_database_session_ends_learns_it_lost_the_lock(
     assert re.fullmatch(
         r"Lost the locks of /lake/checkpoints/events in dagster@127\.0\.0\.1:\d+/locks_\w+: "
         r"another run may take them now, so stop this run\. Cause: server closed the connection "
-        r"unexpectedly .*", str(lost.value)
-    ), str(lost.value)  # fmt: skip
+        r"unexpectedly .*",
+        str(lost.value),
+    ), str(lost.value)
 
 
 def test_the_lock_session_asks_the_server_to_end_it_when_its_machine_is_gone(
@@ -203,8 +221,13 @@ def test_the_lock_session_asks_the_server_to_end_it_when_its_machine_is_gone(
     try:
         cursor = conn.cursor()
         shown = []
-        for setting in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
-                        "tcp_user_timeout", "idle_session_timeout"):  # fmt: skip
+        for setting in (
+            "tcp_keepalives_idle",
+            "tcp_keepalives_interval",
+            "tcp_keepalives_count",
+            "tcp_user_timeout",
+            "idle_session_timeout",
+        ):
             cursor.execute(f"SHOW {setting}")
             shown.append(cursor.fetchone()[0])
     finally:
@@ -214,9 +237,10 @@ def test_the_lock_session_asks_the_server_to_end_it_when_its_machine_is_gone(
 
 
 def test_run_streams_refuses_a_stream_another_machine_runs_before_starting_a_jvm(
-    machines: Callable[..., subprocess.Popen[str]], lock_database: str,
+    machines: Callable[..., subprocess.Popen[str]],
+    lock_database: str,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     first = machines("folder", "run 1a2b3c4d of all_streams", "events")
     monkeypatch.setenv("PLATFORM_LOCK_DATABASE_URL", lock_database)
     events = load_registry(PlatformSettings(stream_modules="")).get("events")
@@ -232,9 +256,11 @@ def test_run_streams_refuses_a_stream_another_machine_runs_before_starting_a_jvm
 
 @pytest.mark.dagster
 def test_the_stream_job_fails_as_checkpoint_busy_when_another_machine_runs_the_stream(
-    machines: Callable[..., subprocess.Popen[str]], lock_database: str, tmp_path: Path,
+    machines: Callable[..., subprocess.Popen[str]],
+    lock_database: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     first = machines("folder", "run 1a2b3c4d of all_streams", "events")
     monkeypatch.setenv("PLATFORM_LOCK_DATABASE_URL", lock_database)
     monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "lake")  # the same location as machine 1's

@@ -29,11 +29,26 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 STREAMS = ["clickstream_raw", "events", "user_sessions", "security_alerts"]
 START = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)  # in the past: max_future lets it in
-BACKLOG = ClickstreamConfig(events=3000, users=60, duplicate_rate=0.03, late_rate=0.06,
-                            malformed_rate=0.01, stale_share=0.1, seed=7, start_time=START)  # fmt: skip
+BACKLOG = ClickstreamConfig(
+    events=3000,
+    users=60,
+    duplicate_rate=0.03,
+    late_rate=0.06,
+    malformed_rate=0.01,
+    stale_share=0.1,
+    seed=7,
+    start_time=START,
+)
 # Produced while the continuous run runs: days later, in event-time order.
-LIVE = ClickstreamConfig(events=800, users=60, duplicate_rate=0.0, late_rate=0.0,
-                         malformed_rate=0.0, seed=8, start_time=START + timedelta(days=5))  # fmt: skip
+LIVE = ClickstreamConfig(
+    events=800,
+    users=60,
+    duplicate_rate=0.0,
+    late_rate=0.0,
+    malformed_rate=0.0,
+    seed=8,
+    start_time=START + timedelta(days=5),
+)
 
 
 def multiset(rows: list[dict]) -> Counter:
@@ -64,17 +79,25 @@ def test_a_continuous_run_over_a_backlog_writes_the_same_tables_as_a_catch_up_ru
 
     def run() -> None:
         with contextlib.suppress(GracefulStop):  # the test's stop request ends the run
-            run_streams(StreamContext(spark, continuous, kafka_broker),
-                        [registry.get(n) for n in STREAMS], options, progress,
-                        on_start=lambda name, phase: phases.append((name, phase)), stop=stop)  # fmt: skip
+            run_streams(
+                StreamContext(spark, continuous, kafka_broker),
+                [registry.get(n) for n in STREAMS],
+                options,
+                progress,
+                on_start=lambda name, phase: phases.append((name, phase)),
+                stop=stop,
+            )
 
     runner = threading.Thread(target=run)
     runner.start()
     try:
         wait_for(lambda: len(phases) == 2 * len(STREAMS), 300, "the continuous phase to start")
         produce(kafka_broker, topic, generate_clickstream(LIVE), rate_per_sec=200)  # ~4 s
-        wait_for(lambda: caught_up(continuous, kafka_broker, topic), 300,
-                 "the continuous run to read everything")  # fmt: skip
+        wait_for(
+            lambda: caught_up(continuous, kafka_broker, topic),
+            300,
+            "the continuous run to read everything",
+        )
     finally:
         stop.signal = 2
         runner.join(120)

@@ -78,8 +78,11 @@ def test_bronze_quarantines_every_hostile_record_with_its_reason_and_original_by
         row = by_offset[offset]
         assert row["raw_size"] == len(value)
         if value == FAR_FUTURE:
-            assert re.fullmatch(r"event_time is \d+ d \d+ h ahead of the processing clock "
-                                r"\(max_future 1 h\)", row["reason"]), row["reason"]  # fmt: skip
+            assert re.fullmatch(
+                r"event_time is \d+ d \d+ h ahead of the processing clock "
+                r"\(max_future 1 h\)",
+                row["reason"],
+            ), row["reason"]
         else:
             assert row["reason"] == HOSTILE[value]
     assert by_offset[values.index(BAD_UTF8) + 1]["raw_bytes"] == bytearray(BAD_UTF8)
@@ -87,8 +90,11 @@ def test_bronze_quarantines_every_hostile_record_with_its_reason_and_original_by
     assert by_offset[values.index(BIG) + 1]["raw_bytes"] == bytearray(BIG[:4096])
     assert by_offset[1]["raw_value"] == record(event_id="e-empty-user", user_id="").decode()
     assert ledger(spark, lake, "clickstream_raw") == {
-        "rows_in": 11, "rows_out": 1, "rows_late": 0, "rows_quarantined": 10,
-    }  # fmt: skip
+        "rows_in": 11,
+        "rows_out": 1,
+        "rows_late": 0,
+        "rows_quarantined": 10,
+    }
 
 
 def ids(rows: list[dict]) -> list[str]:
@@ -111,16 +117,22 @@ def test_rows_the_watermark_refuses_land_once_in_late_events_with_how_late_they_
         ev("on-time", "u1", "page_view", 25),
         ancient,
         ev("a", "u1", "page_view", 0),
-    ]  # fmt: skip  (a re-sent duplicate, also late)
+    ]  # (a re-sent duplicate, also late)
     produce_events(kafka_broker, topic, second)
     two = run_catch_up(spark, lake, kafka_broker, topic, streams)
 
     assert ids(table(spark, lake, "events")) == ["a", "b", "on-time"]
     late_df = spark.read.format("delta").load(str(lake.table("late_events")))
     # Python's datetime cannot hold the ancient event time: compare it as text
-    late = sorted((r.asDict() for r in late_df.selectExpr(
-        "*", "cast(event_time as string) as event_time_text").drop("event_time").collect()),
-        key=lambda r: (r["batch_id"], r["event_time_text"]))  # fmt: skip
+    late = sorted(
+        (
+            r.asDict()
+            for r in late_df.selectExpr("*", "cast(event_time as string) as event_time_text")
+            .drop("event_time")
+            .collect()
+        ),
+        key=lambda r: (r["batch_id"], r["event_time_text"]),
+    )
     assert [
         (json.loads(r["row"])["event_id"], r["stream"], r["late_by_seconds"]) for r in late
     ] == [
@@ -135,8 +147,11 @@ def test_rows_the_watermark_refuses_land_once_in_late_events_with_how_late_they_
     spark_dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
     assert spark_dropped == len(late) == 4
     assert ledger(spark, lake, "events") == {
-        "rows_in": 7, "rows_out": 3, "rows_late": 4, "rows_quarantined": 0,
-    }  # fmt: skip
+        "rows_in": 7,
+        "rows_out": 3,
+        "rows_late": 4,
+        "rows_quarantined": 0,
+    }
 
 
 def test_a_far_future_event_cannot_push_the_watermark_past_the_clock(
@@ -155,8 +170,12 @@ def test_a_far_future_event_cannot_push_the_watermark_past_the_clock(
         return {"key": key, "event_time": when}
 
     now = datetime.now(UTC)
-    produce_events(kafka_broker, topic, [keyed("k2100", "2100-01-01T00:00:00Z"),
-                                         keyed("k1", iso(now))], key_field="key")  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [keyed("k2100", "2100-01-01T00:00:00Z"), keyed("k1", iso(now))],
+        key_field="key",
+    )
     run_catch_up(spark, lake, kafka_broker, topic, registry.names(), registry=registry)
     later = [keyed("k2", iso(datetime.now(UTC))), keyed("k3", iso(now - timedelta(minutes=5)))]
     produce_events(kafka_broker, topic, later, key_field="key")
@@ -171,9 +190,17 @@ def test_the_ledger_balances_against_the_tables_and_a_lost_row_fails_the_check(
     spark, kafka_broker, topic_factory, lake
 ):
     topic = topic_factory("balance", partitions=2)
-    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0), ev("b", "u1", "logout", 1),
-                                         ev("a", "u1", "page_view", 0), b"oops",
-                                         ev("d", "u4", "page_view", 60)])  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [
+            ev("a", "u1", "page_view", 0),
+            ev("b", "u1", "logout", 1),
+            ev("a", "u1", "page_view", 0),
+            b"oops",
+            ev("d", "u4", "page_view", 60),
+        ],
+    )
     run_catch_up(spark, lake, kafka_broker, topic)
     produce_events(
         kafka_broker, topic, [ev("c", "u2", "page_view", 90), ev("old", "u3", "page_view", 5)]

@@ -26,29 +26,66 @@ from tests.fixtures.postgres import fresh_database
 from tests.integration.helpers import run_catch_up, table
 
 STREAMS = ["clickstream_raw", "events", "user_sessions"]
-TABLES = ["clickstream_raw", "quarantine", "events", "late_events", "user_sessions",
-          "stream_ledger"]  # fmt: skip
+TABLES = [
+    "clickstream_raw",
+    "quarantine",
+    "events",
+    "late_events",
+    "user_sessions",
+    "stream_ledger",
+]
 # What differs between two runs of the same input: when rows were judged or written, and the
 # checkpoint's query id.
 RUN_COLUMNS = {"quarantined_at", "detected_at", "written_at", "query_id"}
 START = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
-FIRST = ClickstreamConfig(events=400, users=30, duplicate_rate=0.03, late_rate=0.06,
-                          malformed_rate=0.02, seed=31, start_time=START)  # fmt: skip
+FIRST = ClickstreamConfig(
+    events=400,
+    users=30,
+    duplicate_rate=0.03,
+    late_rate=0.06,
+    malformed_rate=0.02,
+    seed=31,
+    start_time=START,
+)
 # The same users half an hour later: their open sessions continue from the restored state.
-SECOND = ClickstreamConfig(events=400, users=30, duplicate_rate=0.03, late_rate=0.06,
-                           malformed_rate=0.02, seed=32,
-                           start_time=datetime(2026, 11, 1, 8, 30, tzinfo=UTC))  # fmt: skip
+SECOND = ClickstreamConfig(
+    events=400,
+    users=30,
+    duplicate_rate=0.03,
+    late_rate=0.06,
+    malformed_rate=0.02,
+    seed=32,
+    start_time=datetime(2026, 11, 1, 8, 30, tzinfo=UTC),
+)
 DRIVER_TIMEOUT_S = 900
 
 
 def on_s3(env: dict[str, str], bootstrap: str, topic: str, report: Path) -> dict:
     """One catch-up of the pipeline in a driver process whose lakehouse is on S3."""
-    command = [sys.executable, "-m", "tests.cluster.driver", "--bootstrap", bootstrap,
-               "--topic", topic, "--report", str(report), "--tables", *TABLES,
-               "--streams", *STREAMS]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "tests.cluster.driver",
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--report",
+        str(report),
+        "--tables",
+        *TABLES,
+        "--streams",
+        *STREAMS,
+    ]
     # Run from an empty folder: a lakehouse path that fell back to a local one would show there.
-    result = subprocess.run(command, cwd=report.parent, env={**os.environ, **env},
-                            capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)  # fmt: skip
+    result = subprocess.run(
+        command,
+        cwd=report.parent,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+    )
     assert result.returncode == 0, (
         f"the S3 driver failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     )

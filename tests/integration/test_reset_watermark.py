@@ -43,8 +43,9 @@ def event_ids(spark: SparkSession, lake: Lakehouse) -> list[str]:
     return sorted(r["event_id"] for r in table(spark, lake, "events"))
 
 
-def test_a_reset_replays_what_a_watermark_ahead_of_the_clock_refused(spark, kafka_broker,
-                                                                     topic_factory, tmp_path):  # fmt: skip
+def test_a_reset_replays_what_a_watermark_ahead_of_the_clock_refused(
+    spark, kafka_broker, topic_factory, tmp_path
+):
     topic = topic_factory("poison", partitions=2)
     lake = Lakehouse(tmp_path / "lake")
     events = builtin_streams(BuiltinSettings(clickstream_topic=topic)).get("events")
@@ -57,7 +58,7 @@ def test_a_reset_replays_what_a_watermark_ahead_of_the_clock_refused(spark, kafk
         ev("c", "u1", "page_view", 35),
         ev("d", "u2", "page_view", 40),
         ev("a", "u1", "page_view", 0),
-    ]  # fmt: skip  (a re-sent duplicate of a)
+    ]  # (a re-sent duplicate of a)
     produce_events(kafka_broker, topic, later)
     progress = run_catch_up(spark, lake, kafka_broker, topic, STREAMS)
     assert event_ids(spark, lake) == ["a", "b"]  # c, d and the duplicate were refused as late

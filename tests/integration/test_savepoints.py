@@ -40,8 +40,9 @@ pytestmark = [pytest.mark.spark]
 class CountsTwice(RunningCount):
     """The bad deploy: every event counted twice."""
 
-    def on_events(self, key: str, state: State | None, events: Sequence[Event],
-                  clock: Clock) -> Step:  # fmt: skip
+    def on_events(
+        self, key: str, state: State | None, events: Sequence[Event], clock: Clock
+    ) -> Step:
         return super().on_events(key, state, [*events, *events], clock)
 
 
@@ -66,32 +67,49 @@ def outcomes(spark, lake: Lakehouse) -> dict[str, dict[str, list]]:
     found = {}
     for stream in ("key_counts", "key_counts_clean"):
         found[stream] = {
-            "table": sorted((r["key"], r["count"], r["last_seen"])
-                            for r in table(spark, lake, stream)),
-            "ledger": sorted((r["batch_id"], r["rows_in"], r["rows_out"], r["rows_late"],
-                              r["watermark"]) for r in ledger if r["stream"] == stream),
-            "late": sorted((r["batch_id"], r["event_time"], r["watermark"], r["row"],
-                            r["reason"].replace(stream, "<stream>"))
-                           for r in late if r["stream"] == stream),
-        }  # fmt: skip
+            "table": sorted(
+                (r["key"], r["count"], r["last_seen"]) for r in table(spark, lake, stream)
+            ),
+            "ledger": sorted(
+                (r["batch_id"], r["rows_in"], r["rows_out"], r["rows_late"], r["watermark"])
+                for r in ledger
+                if r["stream"] == stream
+            ),
+            "late": sorted(
+                (
+                    r["batch_id"],
+                    r["event_time"],
+                    r["watermark"],
+                    r["row"],
+                    r["reason"].replace(stream, "<stream>"),
+                )
+                for r in late
+                if r["stream"] == stream
+            ),
+        }
     return found
 
 
 @pytest.mark.kafka
-def test_a_bad_deploy_is_undone_by_a_restore_and_a_rerun_with_the_fix(spark, kafka_broker,
-                                                                      topic_factory, tmp_path):  # fmt: skip
+def test_a_bad_deploy_is_undone_by_a_restore_and_a_rerun_with_the_fix(
+    spark, kafka_broker, topic_factory, tmp_path
+):
     topic = topic_factory("savepoint", partitions=1)
     good, bad = declared(topic, RunningCount()), declared(topic, CountsTwice())
     lake = Lakehouse(tmp_path / "lake")
     ctx = StreamContext(spark, lake, kafka_broker)
-    produce_events(kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 30), b"oops"],
-                   key_field="key")  # fmt: skip
+    produce_events(
+        kafka_broker,
+        topic,
+        [keyed("a", 0), keyed("b", 1), keyed("a", 30), b"oops"],
+        key_field="key",
+    )
     run(ctx, good)
     saved = create_savepoint(lake, good.get("key_counts"), "before-deploy")
 
     produce_events(
         kafka_broker, topic, [keyed("a", 31), keyed("c", 32), keyed("b", 5)], key_field="key"
-    )  # fmt: skip  (b at minute 5 is behind the watermark: late)
+    )  # (b at minute 5 is behind the watermark: late)
     run(ctx, bad)  # the bad deploy
     counts = {r["key"]: r["count"] for r in table(spark, lake, "key_counts")}
     assert counts == {"a": 4, "b": 1, "c": 2}  # B's events counted twice (b at 5 is late)
@@ -104,8 +122,9 @@ def test_a_bad_deploy_is_undone_by_a_restore_and_a_rerun_with_the_fix(spark, kaf
         "stream_ledger": ("rows deleted", None),
     }
     assert {t.table: t.rows for t in done.tables if t.version is None} == {
-        "late_events": 1, "stream_ledger": 1,
-    }  # fmt: skip
+        "late_events": 1,
+        "stream_ledger": 1,
+    }
     for mark in saved.tables:  # the newest tag of each writer is the savepoint's batch again
         assert last_written_batch(lake.table(mark.table), mark.app_id, 0) == saved.batch
     run(ctx, good, ["key_counts"])  # the fix deployed: the restored checkpoint replays batch B
@@ -142,10 +161,15 @@ def test_the_rows_written_after_a_savepoint_are_told_apart_in_the_shared_tables(
         "source string, kafka_partition int, kafka_offset long",
     )
     ledger = spark.createDataFrame(
-        [("s", "q1", 3, at(-1)), ("s", "q1", 4, at(1)), ("s", "q2", 0, at(2)),
-         ("s", "q0", 9, at(-5)), ("x", "q1", 4, at(1))],
+        [
+            ("s", "q1", 3, at(-1)),
+            ("s", "q1", 4, at(1)),
+            ("s", "q2", 0, at(2)),
+            ("s", "q0", 9, at(-5)),
+            ("x", "q1", 4, at(1)),
+        ],
         "stream string, query_id string, batch_id long, written_at timestamp",
-    )  # fmt: skip
+    )
 
     def after(df, table: str) -> list[tuple]:
         return sorted(tuple(r)[:3] for r in df.where(rows_after(table, manifest)).collect())

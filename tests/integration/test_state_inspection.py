@@ -77,8 +77,10 @@ def lake(spark, tmp_path_factory) -> Lakehouse:
 
 def write_bronze(spark, lake: Lakehouse, bronze: Stream, records: list[dict]) -> None:
     """Append records (JSON-like dicts, ISO event times) to a bronze table, as parsed rows."""
-    rows = [{**r, "event_time": datetime.fromisoformat(r["event_time"].replace("Z", "+00:00"))}
-            for r in records]  # fmt: skip
+    rows = [
+        {**r, "event_time": datetime.fromisoformat(r["event_time"].replace("Z", "+00:00"))}
+        for r in records
+    ]
     df = spark.createDataFrame(rows, bronze.outputs[bronze.table])
     df.write.format("delta").mode("append").save(str(lake.table(bronze.table)))
 
@@ -91,8 +93,9 @@ def user_registry() -> StreamRegistry:
 
 
 def show(lake: Lakehouse, *args: str) -> dict:
-    result = CliRunner().invoke(state, ["show", *args, "--json"],
-                                env={"PLATFORM_LAKEHOUSE_DIR": str(lake.root)})  # fmt: skip
+    result = CliRunner().invoke(
+        state, ["show", *args, "--json"], env={"PLATFORM_LAKEHOUSE_DIR": str(lake.root)}
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
@@ -106,8 +109,9 @@ def show(lake: Lakehouse, *args: str) -> dict:
     ],
 )
 def test_what_has_no_state_is_refused_at_once_saying_what_to_do(stream, message, tmp_path):
-    result = CliRunner().invoke(state, ["show", stream],
-                                env={"PLATFORM_LAKEHOUSE_DIR": str(tmp_path), "COLUMNS": "300"})  # fmt: skip
+    result = CliRunner().invoke(
+        state, ["show", stream], env={"PLATFORM_LAKEHOUSE_DIR": str(tmp_path), "COLUMNS": "300"}
+    )
 
     assert result.exit_code == 1
     assert message in result.output
@@ -121,16 +125,28 @@ def test_events_dedup_state_holds_each_recent_event_id_until_its_expiry(lake):
     assert report["parts"] == ["dedupeWithinWatermark"]
     assert {s["key"] for s in report["shown"]} == {"f101", "f102", "f103", "s2", "s9"}  # > 110
     (s9,) = [s for s in report["shown"] if s["key"] == "s9"]
-    assert s9 == {"key": "s9", "bytes": 2 + len(spark_json(expiry)), "timers_ms": [],
-                  "timers": [], "value": expiry}  # fmt: skip
+    assert s9 == {
+        "key": "s9",
+        "bytes": 2 + len(spark_json(expiry)),
+        "timers_ms": [],
+        "timers": [],
+        "value": expiry,
+    }
     assert report["keys"] == 5
     assert report["total_bytes"] == sum(s["bytes"] for s in report["shown"])
 
 
-U4_SESSION = {"user_id": "u4", "session_start_ms": ms(100), "last_event_ms": ms(105),
-              "event_count": 2, "pages": ["/home", "/pricing"],
-              "page_times_ms": [ms(100), ms(105)], "reached_checkout": False,
-              "purchased": False, "revenue": 0.0}  # fmt: skip
+U4_SESSION = {
+    "user_id": "u4",
+    "session_start_ms": ms(100),
+    "last_event_ms": ms(105),
+    "event_count": 2,
+    "pages": ["/home", "/pricing"],
+    "page_times_ms": [ms(100), ms(105)],
+    "reached_checkout": False,
+    "purchased": False,
+    "revenue": 0.0,
+}
 U3_HELD = {"event_time_ms": ms(120), "event_id": "s9", "event_type": "page_view", "page": "/home"}
 
 
@@ -141,14 +157,20 @@ def test_user_sessions_state_shows_an_open_session_with_its_timer_at_last_event_
     # The built-in sessions run on flatMapGroupsWithState: one groupState per user, its timeout
     # the timer, the time mode from the stream's declaration.
     assert (report["batch_id"], report["parts"], report["time_mode"]) == (
-        1, ["flatMapGroupsWithState"], "EventTime")  # fmt: skip
+        1,
+        ["flatMapGroupsWithState"],
+        "EventTime",
+    )
     shown = {s["key"]: s for s in report["shown"]}
     assert set(shown) == {"u3", "u4", "u5"}  # u1 logged out, u2's session timed out
     u4_json = f'{{"open":{spark_json(U4_SESSION)},"pending":[]}}'
     assert shown["u4"] == {
-        "key": "u4", "bytes": 2 + len(u4_json) + 8, "timers_ms": [ms(135)],
-        "timers": ["2026-11-22T12:15:00.000Z"], "value": {"open": U4_SESSION, "pending": []},
-    }  # fmt: skip
+        "key": "u4",
+        "bytes": 2 + len(u4_json) + 8,
+        "timers_ms": [ms(135)],
+        "timers": ["2026-11-22T12:15:00.000Z"],
+        "value": {"open": U4_SESSION, "pending": []},
+    }
     # u3's only event is beyond the watermark (110): held, with a timer at its event time
     assert (shown["u3"]["value"], shown["u3"]["timers_ms"]) == ({"pending": [U3_HELD]}, [ms(120)])
 
@@ -172,10 +194,15 @@ def test_security_alerts_state_keeps_failures_in_the_window_until_newest_plus_wi
     report = show(lake, "security_alerts", "--top", "5")
 
     # The built-in alerts run on flatMapGroupsWithState too: the groupState, its timeout the timer
-    assert report["shown"] == [{
-        "key": "u5", "bytes": 2 + len(spark_json(failures)) + 8, "timers_ms": [ms(113)],
-        "timers": ["2026-11-22T11:53:00.000Z"], "value": failures,
-    }]  # fmt: skip
+    assert report["shown"] == [
+        {
+            "key": "u5",
+            "bytes": 2 + len(spark_json(failures)) + 8,
+            "timers_ms": [ms(113)],
+            "timers": ["2026-11-22T11:53:00.000Z"],
+            "value": failures,
+        }
+    ]
     assert (report["keys"], report["total_bytes"]) == (1, report["shown"][0]["bytes"])
 
 
@@ -187,9 +214,15 @@ def test_service_status_state_shows_the_status_and_its_processing_time_timer(lak
     report = show(lake, "service_status", "--key", "svc-a")
 
     assert report["time_mode"] == "ProcessingTime"
-    assert report["shown"] == [{"key": "svc-a", "bytes": 5 + len(encode(status, timer)) + 8,
-                                "timers_ms": [timer], "timers": [iso(from_ms(timer))],
-                                "value": status}]  # fmt: skip
+    assert report["shown"] == [
+        {
+            "key": "svc-a",
+            "bytes": 5 + len(encode(status, timer)) + 8,
+            "timers_ms": [timer],
+            "timers": [iso(from_ms(timer))],
+            "value": status,
+        }
+    ]
 
 
 def test_key_counts_state_ranks_keys_by_bytes_and_has_no_timers(lake):
@@ -198,8 +231,9 @@ def test_key_counts_state_ranks_keys_by_bytes_and_has_no_timers(lake):
 
     report = show(lake, "key_counts", "--top", "1")
 
-    assert report["shown"] == [{"key": "a", "bytes": 1 + len(encode(a, None)), "timers_ms": [],
-                                "timers": [], "value": a}]  # fmt: skip
+    assert report["shown"] == [
+        {"key": "a", "bytes": 1 + len(encode(a, None)), "timers_ms": [], "timers": [], "value": a}
+    ]
     assert report["keys"] == 2
     assert report["total_bytes"] == 2 + len(encode(a, None)) + len(encode(b, None))
 
@@ -224,8 +258,13 @@ def test_a_running_stream_shows_its_latest_committed_batch_while_it_writes_new_o
         supervisor.add(counts.name, start_stream(ctx, counts, every_second, "continuous"))
         write_bronze(spark, copy, registry.get(counts.upstream), [keyed("a", 3)])
         # every read races the query: the read pins the last committed batch while it plans more
-        report = wait_for(lambda: a_counted(3), 120, "a's count of 3", every=2,
-                          show=lambda: read_state(spark, checkpoint, "key_counts", key="a"))  # fmt: skip
+        report = wait_for(
+            lambda: a_counted(3),
+            120,
+            "a's count of 3",
+            every=2,
+            show=lambda: read_state(spark, checkpoint, "key_counts", key="a"),
+        )
         assert report.shown[0].value == {"count": 3, "last_seen_ms": ms(3)}
         assert (checkpoint / "commits" / str(report.batch_id)).exists()
         supervisor.poll()  # the query kept running through every read

@@ -36,8 +36,9 @@ def test_running_count_per_key_is_upserted_exactly_once_across_runs(
         run_streams(ctx, list(registry), RunOptions(mode="catch_up"), lambda *_: None)
         return {r["key"]: r["count"] for r in spark.read.format("delta").load(table).collect()}
 
-    produce_events(kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2), b"oops"],
-                   key_field="key")  # fmt: skip
+    produce_events(
+        kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2), b"oops"], key_field="key"
+    )
     assert run() == {"a": 2, "b": 1}
     ingest = registry.names()[0]  # the bronze stream of the test's topic
     forget_last_commit(ctx.lakehouse, ingest)  # the restart replays the last bronze batch

@@ -25,15 +25,31 @@ def test_the_java_producer_sends_every_record_paced_and_notes_each_send(
     kafka_broker: str, topic_factory, tmp_path: Path
 ) -> None:
     topic = topic_factory("paced", partitions=3)
-    cfg = ClickstreamConfig(events=300, users=20, duplicate_rate=0.05, late_rate=0.0,
-                            malformed_rate=0.0, start_time=datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    cfg = ClickstreamConfig(
+        events=300,
+        users=20,
+        duplicate_rate=0.05,
+        late_rate=0.0,
+        malformed_rate=0.0,
+        start_time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
     config = {**asdict(cfg), "start_time": cfg.start_time.isoformat()}
-    spec = {"bootstrap": kafka_broker, "topic": topic, "rate": 1000.0, "config": config,
-            "out": str(tmp_path / "sent.json"), "producer": "jvm"}  # fmt: skip
+    spec = {
+        "bootstrap": kafka_broker,
+        "topic": topic,
+        "rate": 1000.0,
+        "config": config,
+        "out": str(tmp_path / "sent.json"),
+        "producer": "jvm",
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
 
-    subprocess.run([sys.executable, "-m", "benchmarks.harness.produce_worker",
-                    str(tmp_path / "spec.json")], cwd=REPO_ROOT, check=True, timeout=180)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.harness.produce_worker", str(tmp_path / "spec.json")],
+        cwd=REPO_ROOT,
+        check=True,
+        timeout=180,
+    )
 
     records = list(generate_clickstream(cfg))
     assert sum(end_offsets(kafka_broker, topic).values()) == 300

@@ -157,8 +157,9 @@ def test_no_state_file_means_no_running_broker(tmp_path: Path) -> None:
 
 
 @kafka
-def test_a_missing_topic_leaves_the_others_lag_known(kafka_broker: str, topic_factory,
-                                                     tmp_path: Path) -> None:  # fmt: skip
+def test_a_missing_topic_leaves_the_others_lag_known(
+    kafka_broker: str, topic_factory, tmp_path: Path
+) -> None:
     """One stream's topic missing on the broker names that topic, not a broker outage, and the
     other streams' lag is still measured."""
     from platform_pipelines.health.checkpoint import CheckpointFacts

@@ -53,8 +53,10 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKaf
 
 def page_views(prefix: str, first_minute: float) -> list[dict]:
     """``PER_BATCH`` events of 20 users, 0.6 s apart in event time from ``first_minute``."""
-    return [ev(f"{prefix}{i}", f"u{i % 20}", "page_view", first_minute + i / 100, "/home")
-            for i in range(PER_BATCH)]  # fmt: skip
+    return [
+        ev(f"{prefix}{i}", f"u{i % 20}", "page_view", first_minute + i / 100, "/home")
+        for i in range(PER_BATCH)
+    ]
 
 
 def event_ids(spark: SparkSession, lake: Lakehouse) -> Counter[str]:
@@ -99,9 +101,14 @@ def test_a_killed_broker_loses_nothing_and_the_replication_check_names_it(
 
     def run() -> None:
         try:
-            run_streams(StreamContext(spark, lake, bootstrap), [registry.get(n) for n in STREAMS],
-                        RunOptions(mode="continuous", processing_time="1 second"), Progress(),
-                        on_start=lambda name, phase: phases.append((name, phase)), stop=stop)  # fmt: skip
+            run_streams(
+                StreamContext(spark, lake, bootstrap),
+                [registry.get(n) for n in STREAMS],
+                RunOptions(mode="continuous", processing_time="1 second"),
+                Progress(),
+                on_start=lambda name, phase: phases.append((name, phase)),
+                stop=stop,
+            )
         except GracefulStop:
             pass
         except BaseException as error:  # shown by the assertion below, not lost in the thread
@@ -111,25 +118,39 @@ def test_a_killed_broker_loses_nothing_and_the_replication_check_names_it(
     runner.start()
     try:
         produce_events(bootstrap, topic, first)  # acks=all, while the streams start
-        wait_for(lambda: (len(phases) == 2 * len(STREAMS) and events_rows(lake) == PER_BATCH)
-                 or errors, 240, "events to hold the first batch, streams continuous",
-                 show=lambda: (phases, events_rows(lake)))  # fmt: skip
+        wait_for(
+            lambda: (len(phases) == 2 * len(STREAMS) and events_rows(lake) == PER_BATCH) or errors,
+            240,
+            "events to hold the first batch, streams continuous",
+            show=lambda: (phases, events_rows(lake)),
+        )
         leaders = {p.partition: p.leader for p in gather_replication(bootstrap, [topic]).partitions}
         victim = leaders[0]
 
         kafka_cluster.kill(victim)
         produce_events(bootstrap, topic, second)  # succeeds: ISR 2 >= min.insync.replicas 2
-        wait_for(lambda: events_rows(lake) >= 2 * PER_BATCH or errors, 180,
-                 "events to hold both batches", show=lambda: events_rows(lake))  # fmt: skip
-        down = wait_for(lambda: (v := replication(kafka_cluster, topic)).status is Status.WARN
-                        and v, 60, "the check to see the node down",
-                        show=lambda: replication(kafka_cluster, topic).line())  # fmt: skip
+        wait_for(
+            lambda: events_rows(lake) >= 2 * PER_BATCH or errors,
+            180,
+            "events to hold both batches",
+            show=lambda: events_rows(lake),
+        )
+        down = wait_for(
+            lambda: (v := replication(kafka_cluster, topic)).status is Status.WARN and v,
+            60,
+            "the check to see the node down",
+            show=lambda: replication(kafka_cluster, topic).line(),
+        )
         # The health sensor's own path (the stream assets' kafka_replication check) says the same.
         sensor = replication_verdict(topic, ask_broker(bootstrap, [topic], timeout_s=10))
 
         kafka_cluster.restart(victim)
-        healed = wait_for(lambda: (v := replication(kafka_cluster, topic)).passed and v, 90,
-                          "ISR 3 again", show=lambda: replication(kafka_cluster, topic).line())  # fmt: skip
+        healed = wait_for(
+            lambda: (v := replication(kafka_cluster, topic)).passed and v,
+            90,
+            "ISR 3 again",
+            show=lambda: replication(kafka_cluster, topic).line(),
+        )
         assert runner.is_alive() and not errors, errors
     finally:
         stop.signal = signal.SIGINT

@@ -45,9 +45,16 @@ def hostile_batches(seed: int, users: int = 8, batches: int = 3, per_batch: int 
             second = 15 if kind == "login_success" else 0
             at = base + timedelta(minutes=minute, seconds=second)
             n += 1
-            rows.append({"event_id": f"e{n:05d}", "user_id": f"u{u}", "event_type": kind,
-                         "page": None, "amount": None,
-                         "event_time": at.isoformat().replace("+00:00", "Z")})  # fmt: skip
+            rows.append(
+                {
+                    "event_id": f"e{n:05d}",
+                    "user_id": f"u{u}",
+                    "event_type": kind,
+                    "page": None,
+                    "amount": None,
+                    "event_time": at.isoformat().replace("+00:00", "Z"),
+                }
+            )
         rng.shuffle(rows)
         out.append(rows)
     return out
@@ -59,11 +66,19 @@ def run(spark: SparkSession, root: Path, alerts_of, batches: list) -> list[tuple
     source.mkdir(parents=True)
     for b, rows in enumerate(batches):
         (source / f"{b}.json").write_text("\n".join(json.dumps(r) for r in rows))
-        events = with_watermark(spark.readStream.schema(CLICKSTREAM).json(str(source)),
-                                "event_time", timedelta(minutes=10))  # fmt: skip
-        query = (alerts_of(events).writeStream.format("delta").outputMode("append")
-                 .option("checkpointLocation", str(root / "checkpoint"))
-                 .trigger(availableNow=True).start(str(root / "alerts")))  # fmt: skip
+        events = with_watermark(
+            spark.readStream.schema(CLICKSTREAM).json(str(source)),
+            "event_time",
+            timedelta(minutes=10),
+        )
+        query = (
+            alerts_of(events)
+            .writeStream.format("delta")
+            .outputMode("append")
+            .option("checkpointLocation", str(root / "checkpoint"))
+            .trigger(availableNow=True)
+            .start(str(root / "alerts"))
+        )
         try:
             query.awaitTermination(300)
         finally:
@@ -78,8 +93,15 @@ def test_the_jvm_port_raises_exactly_the_python_rules_alerts_on_hostile_input(
     batches = hostile_batches(seed=11)
 
     def python(events: DataFrame) -> DataFrame:
-        return apply_keyed_logic(events, ("user_id",), FailedLoginAlerts(CONFIG), output,
-                                 "append", "EventTime", "event_time")  # fmt: skip
+        return apply_keyed_logic(
+            events,
+            ("user_id",),
+            FailedLoginAlerts(CONFIG),
+            output,
+            "append",
+            "EventTime",
+            "event_time",
+        )
 
     jvm = run(spark, tmp_path / "jvm", lambda events: failed_login_alerts(events, CONFIG), batches)
     expected = run(spark, tmp_path / "python", python, batches)

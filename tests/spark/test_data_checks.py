@@ -28,9 +28,19 @@ pytestmark = pytest.mark.spark
 
 
 def session(user: str, sid: str, start: float, end: float) -> Row:
-    return Row(user_id=user, session_id=sid, session_start=at(start), session_end=at(end),
-               duration_seconds=(end - start) * 60.0, event_count=1, last_pages=["/"],
-               reached_checkout=False, purchased=False, revenue=0.0, close_reason="timeout")  # fmt: skip
+    return Row(
+        user_id=user,
+        session_id=sid,
+        session_start=at(start),
+        session_end=at(end),
+        duration_seconds=(end - start) * 60.0,
+        event_count=1,
+        last_pages=["/"],
+        reached_checkout=False,
+        purchased=False,
+        revenue=0.0,
+        close_reason="timeout",
+    )
 
 
 def event(event_id: str) -> Row:
@@ -49,18 +59,44 @@ def write(spark, lake: Lakehouse, name: str, rows: list, schema) -> None:
 def test_duplicates_overlaps_and_malformed_alerts_are_failed_with_their_counts(spark, tmp_path):
     lake = Lakehouse(tmp_path / "lake")
     write(spark, lake, "events", [event("a"), event("b"), event("a")], EVENTS)
-    write(spark, lake, "user_sessions", [
-        session("u1", "s1", 0, 10), session("u1", "s2", 5, 20),  # overlaps s1
-        session("u2", "s3", 30, 20),  # ends before it starts
-        session("u3", "s4", 0, 10), session("u3", "s5", 50, 60),  # fine
-    ], SESSION_SCHEMA)  # fmt: skip
+    write(
+        spark,
+        lake,
+        "user_sessions",
+        [
+            session("u1", "s1", 0, 10),
+            session("u1", "s2", 5, 20),  # overlaps s1
+            session("u2", "s3", 30, 20),  # ends before it starts
+            session("u3", "s4", 0, 10),
+            session("u3", "s5", 50, 60),  # fine
+        ],
+        SESSION_SCHEMA,
+    )
     alerts = struct_of(ALERT_FIELDS)
-    write(spark, lake, "security_alerts", [
-        Row(alert_id="x", user_id="u1", first_failure_time=at(0), last_failure_time=at(4),
-            failure_count=5, alert_type="failed_logins"),
-        Row(alert_id="y", user_id=None, first_failure_time=at(9), last_failure_time=at(1),
-            failure_count=0, alert_type="failed_logins"),
-    ], alerts)  # fmt: skip
+    write(
+        spark,
+        lake,
+        "security_alerts",
+        [
+            Row(
+                alert_id="x",
+                user_id="u1",
+                first_failure_time=at(0),
+                last_failure_time=at(4),
+                failure_count=5,
+                alert_type="failed_logins",
+            ),
+            Row(
+                alert_id="y",
+                user_id=None,
+                first_failure_time=at(9),
+                last_failure_time=at(1),
+                failure_count=0,
+                alert_type="failed_logins",
+            ),
+        ],
+        alerts,
+    )
 
     dupes = quality.no_duplicate_event_ids(spark, lake.table("events"))
     assert dupes.status is Status.FAIL
@@ -70,8 +106,13 @@ def test_duplicates_overlaps_and_malformed_alerts_are_failed_with_their_counts(s
     assert sessions.evidence == {"sessions": 5, "end_before_start": 1, "overlapping": 1}
     malformed = quality.alerts_well_formed(spark, lake.table("security_alerts"))
     assert malformed.status is Status.FAIL
-    assert malformed.evidence == {"alerts": 2, "duplicate_ids": 0, "missing_ids_or_users": 1,
-                                  "without_failures": 1, "times_reversed": 1}  # fmt: skip
+    assert malformed.evidence == {
+        "alerts": 2,
+        "duplicate_ids": 0,
+        "missing_ids_or_users": 1,
+        "without_failures": 1,
+        "times_reversed": 1,
+    }
     assert quality.freshness(lake.table("events"), 3600).status is Status.PASS
     assert quality.freshness(lake.table("events"), 60, now=time.time() + 120).status is Status.WARN
     assert quality.freshness(lake.table("missing"), 60).summary == "the table was never written"

@@ -24,9 +24,12 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 OUT = StructType(
-    [StructField("key", StringType()), StructField("count", LongType()),
-     StructField("expired", BooleanType())]
-)  # fmt: skip
+    [
+        StructField("key", StringType()),
+        StructField("count", LongType()),
+        StructField("expired", BooleanType()),
+    ]
+)
 
 
 class IdleCount:
@@ -71,9 +74,12 @@ def run(spark, source: Path, checkpoint: Path, processor_class) -> list[dict]:
     )
     table = checkpoint.parent / "out"
     query = (
-        out.writeStream.format("delta").outputMode("append")
-        .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(str(table))
-    )  # fmt: skip
+        out.writeStream.format("delta")
+        .outputMode("append")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start(str(table))
+    )
     query.awaitTermination()
     return [r.asDict() for r in spark.read.format("delta").load(str(table)).collect()]
 

@@ -27,13 +27,23 @@ from tests.integration.helpers import ledger, table
 pytestmark = pytest.mark.spark
 REGISTRY = builtin_streams()
 EVENTS = REGISTRY.get("events").outputs["events"]
-NO_RETENTION = MaintenanceOptions(retention=timedelta(0), min_retention=timedelta(0),
-                                  margin=timedelta(0))  # fmt: skip
+NO_RETENTION = MaintenanceOptions(
+    retention=timedelta(0), min_retention=timedelta(0), margin=timedelta(0)
+)
 
 
 def append(spark: SparkSession, path: Path, events: list[dict[str, Any]]) -> None:
-    rows = [(e["event_id"], e["user_id"], e["event_type"], e.get("page"), e.get("amount"),
-             datetime.fromisoformat(e["event_time"].replace("Z", "+00:00"))) for e in events]  # fmt: skip
+    rows = [
+        (
+            e["event_id"],
+            e["user_id"],
+            e["event_type"],
+            e.get("page"),
+            e.get("amount"),
+            datetime.fromisoformat(e["event_time"].replace("Z", "+00:00")),
+        )
+        for e in events
+    ]
     spark.createDataFrame(rows, EVENTS).write.format("delta").mode("append").save(str(path))
 
 
@@ -42,8 +52,12 @@ def run_sessions(spark: SparkSession, lake: Lakehouse) -> None:
     from platform_pipelines.runtime.runner import RunOptions, run_streams
     from platform_pipelines.streams.query import StreamContext
 
-    run_streams(StreamContext(spark, lake, "unused:9092"), [REGISTRY.get("user_sessions")],
-                RunOptions(mode="catch_up"), lambda *_: None)  # fmt: skip
+    run_streams(
+        StreamContext(spark, lake, "unused:9092"),
+        [REGISTRY.get("user_sessions")],
+        RunOptions(mode="catch_up"),
+        lambda *_: None,
+    )
 
 
 def rows_of(spark: SparkSession, lake: Lakehouse, name: str) -> list[dict[str, Any]]:

@@ -49,8 +49,19 @@ FIRST = [
 LATER = [event(10, "u9", "page_view", "12:00", "Z")]
 
 # user, session_id suffix, start, end, seconds, count, pages, checkout, purchased, revenue, reason
-U1_GAP = ("u1", "1795341600000", "10:00", "10:05", 300.0, 2, ["A", "B"], False, False, 0.0,
-          "timeout")  # fmt: skip
+U1_GAP = (
+    "u1",
+    "1795341600000",
+    "10:00",
+    "10:05",
+    300.0,
+    2,
+    ["A", "B"],
+    False,
+    False,
+    0.0,
+    "timeout",
+)
 U2_LOGOUT = (
     "u2",
     "1795341600000",
@@ -190,9 +201,16 @@ def hostile_batches(seed: int, users: int = 12, batches: int = 4, per_batch: int
             amount = rng.choice([None, 0.0, -0.0, 12.5, 3.1]) if kind == "purchase" else None
             at = base + timedelta(minutes=minute, seconds=rng.choice([0, 0, 30]))
             n += 1
-            rows.append({"event_id": f"e{n:05d}", "user_id": f"u{u}", "event_type": kind,
-                         "page": rng.choice([None, "/a", "/b", "/c"]), "amount": amount,
-                         "event_time": at.isoformat().replace("+00:00", "Z")})  # fmt: skip
+            rows.append(
+                {
+                    "event_id": f"e{n:05d}",
+                    "user_id": f"u{u}",
+                    "event_type": kind,
+                    "page": rng.choice([None, "/a", "/b", "/c"]),
+                    "amount": amount,
+                    "event_time": at.isoformat().replace("+00:00", "Z"),
+                }
+            )
         rng.shuffle(rows)
         out.append(rows)
     return out
@@ -209,11 +227,16 @@ def test_the_jvm_port_emits_exactly_the_python_state_machines_sessions_on_hostil
         for b, rows in enumerate(hostile_batches(seed=5)):
             (source / f"{b}.json").write_text("\n".join(json.dumps(r) for r in rows))
             events = spark.readStream.schema(CLICKSTREAM).json(str(source))
-            sessions = sessionize(with_watermark(events, "event_time", timedelta(minutes=10)),
-                                  api=api)  # type: ignore[arg-type]  # fmt: skip
-            query = (sessions.writeStream.format("delta").outputMode("append")
-                     .option("checkpointLocation", str(root / "checkpoint"))
-                     .trigger(availableNow=True).start(str(root / "sessions")))  # fmt: skip
+            sessions = sessionize(
+                with_watermark(events, "event_time", timedelta(minutes=10)), api=api
+            )  # type: ignore[arg-type]
+            query = (
+                sessions.writeStream.format("delta")
+                .outputMode("append")
+                .option("checkpointLocation", str(root / "checkpoint"))
+                .trigger(availableNow=True)
+                .start(str(root / "sessions"))
+            )
             try:
                 query.awaitTermination(300)
             finally:

@@ -52,8 +52,14 @@ pytestmark = [
 
 JOB = "all_streams"
 RUNNING = ("key_events_raw", "key_counts")
-OTHERS = ("clickstream_raw", "events", "user_sessions", "security_alerts",
-          "service_heartbeats_raw", "service_status")  # fmt: skip
+OTHERS = (
+    "clickstream_raw",
+    "events",
+    "user_sessions",
+    "security_alerts",
+    "service_heartbeats_raw",
+    "service_status",
+)
 LIVE_CHECKS = ("liveness", "falling_behind", "late_data", "checkpoint", "auto_restart")
 HEALTH_SENSOR = "stream_health_sensor"
 FAILED_ICONS = ("close", "check_failed")  # the red cross of a node with a failed check
@@ -109,23 +115,34 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
     produce_events(kafka_broker, "key_events", keyed(["a", "b", "c"]), key_field="key")
     instance = dg.DagsterInstance.from_config(str(dagster_ui.home))
     store = ProgressStore(dagster_ui.local_dir / "progress")
-    config = {"mode": "continuous", "trigger_interval_seconds": 2,
-              "streams": {name: {"enabled": False} for name in OTHERS}}  # fmt: skip
+    config = {
+        "mode": "continuous",
+        "trigger_interval_seconds": 2,
+        "streams": {name: {"enabled": False} for name in OTHERS},
+    }
     run_id = dagster_ui.client.submit_job_execution(
         JOB, run_config={"ops": {f"run_{JOB}": {"config": config}}}
     )
 
     def run_status() -> DagsterRunStatus:
         status = dagster_ui.client.get_run_status(run_id)
-        assert status in (DagsterRunStatus.QUEUED, DagsterRunStatus.STARTING,
-                          DagsterRunStatus.STARTED), f"run {run_id} ended {status}"  # fmt: skip
+        assert status in (
+            DagsterRunStatus.QUEUED,
+            DagsterRunStatus.STARTING,
+            DagsterRunStatus.STARTED,
+        ), f"run {run_id} ended {status}"
         return status
 
     def key_batches() -> list:
         run_status()
-        return [r for r in store.recent("key_counts", 100)
-                if r.run_id == run_id and r.event == "progress" and r.progress
-                and r.progress.get("numInputRows")]  # fmt: skip
+        return [
+            r
+            for r in store.recent("key_counts", 100)
+            if r.run_id == run_id
+            and r.event == "progress"
+            and r.progress
+            and r.progress.get("numInputRows")
+        ]
 
     wait_for(key_batches, 420, "key_counts to process its first keys", every=2)
     job_repo_path(dagster_ui, JOB)
@@ -158,8 +175,12 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
             leaked_at = None
             for n in range(12):
                 before = len(key_batches())
-                produce_events(kafka_broker, "key_events",
-                               keyed([f"leak{n}-{i}" for i in range(5)]), key_field="key")  # fmt: skip
+                produce_events(
+                    kafka_broker,
+                    "key_events",
+                    keyed([f"leak{n}-{i}" for i in range(5)]),
+                    key_field="key",
+                )
                 wait_for(lambda b=before: len(key_batches()) > b, 120, f"leak batch {n}")
                 if judge_state_growth(store.recent("key_counts", 100)).status is Status.FAIL:
                     leaked_at = time.time()
@@ -180,19 +201,28 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
             assert check_row_status(page, "state_growth") == "Failed"
             assert run_status() is DagsterRunStatus.STARTED  # the run goes on
             # A refused launch is never relaunched (it would be refused again).
-            wait_for(lambda: sensor_ticks_since(instance, "stream_auto_restart", refused_at) >= 2,
-                     60, "two ticks of the restart sensor after the refusal")  # fmt: skip
+            wait_for(
+                lambda: sensor_ticks_since(instance, "stream_auto_restart", refused_at) >= 2,
+                60,
+                "two ticks of the restart sensor after the refusal",
+            )
             runs = instance.get_runs(filters=dg.RunsFilter(job_name="stream_key_counts"))
             assert [r.run_id for r in runs] == [refused.run_id]
     finally:
         dagster_ui.client.terminate_run(run_id)
 
     # 4. A cancel reads as a cancel: CANCELED, one line naming each query's last batch.
-    wait_for(lambda: dagster_ui.client.get_run_status(run_id) is DagsterRunStatus.CANCELED,
-               180, "the run to be cancelled")  # fmt: skip
+    wait_for(
+        lambda: dagster_ui.client.get_run_status(run_id) is DagsterRunStatus.CANCELED,
+        180,
+        "the run to be cancelled",
+    )
     messages = [e.message for e in instance.all_logs(run_id) if e.message]
     (line,) = [m for m in messages if m.startswith("Stopped gracefully on")]
-    assert re.match(r"Stopped gracefully on SIG\w+: key_events_raw after batch \d+, "
-                    r"key_counts after batch \d+\.", line), line  # fmt: skip
+    assert re.match(
+        r"Stopped gracefully on SIG\w+: key_events_raw after batch \d+, "
+        r"key_counts after batch \d+\.",
+        line,
+    ), line
     kinds = {e.dagster_event.event_type for e in instance.all_logs(run_id) if e.dagster_event}
     assert dg.DagsterEventType.STEP_FAILURE not in kinds

@@ -11,8 +11,13 @@ from platform_pipelines.lakehouse.delta_log import commit_file, last_written_bat
 MINUTE = 60_000
 
 
-def commit(table: Path, version: int, at_ms: int, tag: str | None = None,
-           txn: tuple[str, int] | None = None) -> None:  # fmt: skip
+def commit(
+    table: Path,
+    version: int,
+    at_ms: int,
+    tag: str | None = None,
+    txn: tuple[str, int] | None = None,
+) -> None:
     info: dict = {"timestamp": at_ms, "operation": "WRITE"}
     if tag is not None:
         info["userMetadata"] = tag

@@ -33,8 +33,13 @@ from benchmarks.harness.visibility import latencies
 
 
 def sample(wall: float, rows: int, load: float = 1.5) -> dict[str, float]:
-    return {"wall_seconds": wall, "rows": rows, "rows_per_second": rows / wall,
-            "load_before": load, "load_after": load}  # fmt: skip
+    return {
+        "wall_seconds": wall,
+        "rows": rows,
+        "rows_per_second": rows / wall,
+        "load_before": load,
+        "load_after": load,
+    }
 
 
 def figures_of_two_repeats() -> Figures:
@@ -44,23 +49,45 @@ def figures_of_two_repeats() -> Figures:
         figures.add("throughput", "clickstream_raw", "plain", sample(wall_plain, 1000))
     figures.add("throughput", "user_sessions", "platform", sample(20.0, 1000))
     figures.add("throughput", "user_sessions", "native", sample(5.0, 1000))
-    latency = {"p50_seconds": 2.0, "p95_seconds": 4.0, "achieved_rate": 9_500.0,
-               "load_before": 1.0, "load_after": 1.2}  # fmt: skip
+    latency = {
+        "p50_seconds": 2.0,
+        "p95_seconds": 4.0,
+        "achieved_rate": 9_500.0,
+        "load_before": 1.0,
+        "load_after": 1.2,
+    }
     figures.add("latency", "kafka_to_events", "platform", latency, rate=10_000.0)
-    figures.add("latency", "kafka_to_events", "plain_single_query",
-                {**latency, "p50_seconds": 0.5}, rate=10_000.0)  # fmt: skip
-    figures.add("restart", "events", "platform",
-                {"first_batch_seconds": 3.0, "load_before": 1.0, "load_after": 1.0},
-                keys=1_000_000)  # fmt: skip
+    figures.add(
+        "latency",
+        "kafka_to_events",
+        "plain_single_query",
+        {**latency, "p50_seconds": 0.5},
+        rate=10_000.0,
+    )
+    figures.add(
+        "restart",
+        "events",
+        "platform",
+        {"first_batch_seconds": 3.0, "load_before": 1.0, "load_after": 1.0},
+        keys=1_000_000,
+    )
     return figures
 
 
 def document(figures: Figures) -> dict[str, Any]:
-    return build_document(config={"mode": "quick"}, figures=figures, charts=["suite.png"],
-                          machine={"cores": 2, "load_average_start": [1.0, 1.0, 1.0],
-                                   "versions": {"pyspark": "4.2.0"}},
-                          started_at="2026-11-23T12:00:00+00:00",
-                          finished_at="2026-11-23T12:03:00+00:00", seconds=180.0)  # fmt: skip
+    return build_document(
+        config={"mode": "quick"},
+        figures=figures,
+        charts=["suite.png"],
+        machine={
+            "cores": 2,
+            "load_average_start": [1.0, 1.0, 1.0],
+            "versions": {"pyspark": "4.2.0"},
+        },
+        started_at="2026-11-23T12:00:00+00:00",
+        finished_at="2026-11-23T12:03:00+00:00",
+        seconds=180.0,
+    )
 
 
 def test_percentiles_interpolate_between_ranks_like_numpy() -> None:
@@ -86,8 +113,10 @@ def test_spread_is_min_median_max_of_the_values_present() -> None:
 
 
 def test_spreads_cover_every_numeric_field_of_the_samples() -> None:
-    samples = [{"wall_seconds": 2.0, "rows": 10, "name": "a", "ok": True},
-               {"wall_seconds": 4.0, "rows": 30, "name": "b", "ok": False}]  # fmt: skip
+    samples = [
+        {"wall_seconds": 2.0, "rows": 10, "name": "a", "ok": True},
+        {"wall_seconds": 4.0, "rows": 30, "name": "b", "ok": False},
+    ]
 
     assert spreads_of(samples) == {
         "wall_seconds": {"min": 2.0, "median": 3.0, "max": 4.0, "n": 2},
@@ -146,11 +175,15 @@ def test_every_ratio_is_named_like_a_ratio() -> None:
 
 
 def test_targets_are_judged_only_at_their_scale() -> None:
-    heads = {"dedup_path_events_per_second": 60_000.0, "throughput_records": 300_000,
-             "dedup_latency_p50_seconds": 0.8,
-             "dedup_latency_rate": 10_000.0, "dedup_latency_achieved_rate": 6_000.0,
-             "restart_first_batch_seconds": 3.0,
-             "restart_keys": 1_000_000}  # fmt: skip
+    heads = {
+        "dedup_path_events_per_second": 60_000.0,
+        "throughput_records": 300_000,
+        "dedup_latency_p50_seconds": 0.8,
+        "dedup_latency_rate": 10_000.0,
+        "dedup_latency_achieved_rate": 6_000.0,
+        "restart_first_batch_seconds": 3.0,
+        "restart_keys": 1_000_000,
+    }
     ratios = {"sessions_vs_native_ratio": {"median": 0.3}}
 
     verdicts = {t["figure"]: t for t in evaluate_targets(heads, ratios)}
@@ -200,13 +233,17 @@ def test_shape_problems_name_what_is_wrong() -> None:
     assert shape_problems({"schema": SCHEMA})[0] == "missing key 'config'"
 
 
-@pytest.mark.parametrize(("times", "expected"), [
-    ([], False), ([10.0], False),  # one run says nothing about the next
-    ([27.7, 21.2, 18.9], False),  # still getting faster: 12 % between the last two
-    ([18.9, 17.6, 18.4], True),  # 4.5 % apart
-    ([17.0, 17.8], True),  # 4.7 % slower: noise, not a trend
-    ([17.0, 17.9], False),  # slower by more than 5 %: not settled either
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("times", "expected"),
+    [
+        ([], False),
+        ([10.0], False),  # one run says nothing about the next
+        ([27.7, 21.2, 18.9], False),  # still getting faster: 12 % between the last two
+        ([18.9, 17.6, 18.4], True),  # 4.5 % apart
+        ([17.0, 17.8], True),  # 4.7 % slower: noise, not a trend
+        ([17.0, 17.9], False),  # slower by more than 5 %: not settled either
+    ],
+)
 def test_a_warm_up_repeats_until_the_last_two_runs_agree_within_the_tolerance(times, expected):
     assert settled(times, 0.05) is expected
 

@@ -96,8 +96,13 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_a_stream_name_or_sink_table_already_taken_is_refused():
-    taken = replace(EXAMPLE, name="events", source=TableSource("clickstream_raw"), key="event_id",
-                    output_mode="append")  # fmt: skip
+    taken = replace(
+        EXAMPLE,
+        name="events",
+        source=TableSource("clickstream_raw"),
+        key="event_id",
+        output_mode="append",
+    )
     assert problems_of(taken) == [
         "name: a stream named 'events' is already declared; pick another."
     ]

@@ -28,11 +28,16 @@ BUILTIN = builtin_streams(BuiltinSettings())
         ("events", "bronze", "reprocess", ["events", "user_sessions", "security_alerts"], []),
         # from bronze: the silver stream between the gold one and bronze is rebuilt with it
         ("user_sessions", "bronze", "notify", ["events", "user_sessions"], ["security_alerts"]),
-        ("clickstream_raw", "earliest", "reprocess",
-         ["clickstream_raw", "events", "user_sessions", "security_alerts"], []),
+        (
+            "clickstream_raw",
+            "earliest",
+            "reprocess",
+            ["clickstream_raw", "events", "user_sessions", "security_alerts"],
+            [],
+        ),
         ("clickstream_raw", "timestamp", "notify", ["clickstream_raw"], ["events"]),
     ],
-)  # fmt: skip
+)
 def test_a_rebuild_plan_covers_the_chosen_streams_upstream_first_and_names_the_readers_left_out(
     name, start, downstream, streams, told
 ):
@@ -106,8 +111,13 @@ def test_a_checkpoint_keeps_the_time_mode_it_started_with(tmp_path):
     assert recorded_time_mode(tmp_path / "new") == "EventTime"
     legacy = tmp_path / "legacy"  # started before time modes were recorded: it ran without one
     legacy.mkdir()
-    old = {"kind": "stateful", "key": ["key"], "output": dict(counts.output_schema),
-           "output_mode": "update", "upstream": "key_events_raw"}  # fmt: skip
+    old = {
+        "kind": "stateful",
+        "key": ["key"],
+        "output": dict(counts.output_schema),
+        "output_mode": "update",
+        "upstream": "key_events_raw",
+    }
     (legacy / DECLARATION_FILE).write_text(json.dumps(old))
     check_declaration(legacy, counts, upstream="key_events_raw")
     assert recorded_time_mode(legacy) == "None"
@@ -120,8 +130,13 @@ def test_a_checkpoint_keeps_the_time_mode_it_started_with(tmp_path):
 def test_a_sessions_checkpoint_of_another_state_format_is_refused_with_the_rebuild() -> None:
     from platform_pipelines.streams.evolution import incompatible_changes
 
-    started = {"kind": "stateful", "key": ["user_id"], "output": {"n": "long"},
-               "output_mode": "append", "time_mode": None}  # fmt: skip
+    started = {
+        "kind": "stateful",
+        "key": ["user_id"],
+        "output": {"n": "long"},
+        "output_mode": "append",
+        "time_mode": None,
+    }
     now = {**started, "state_format": "sessions-jvm/1 (flatMapGroupsWithState)"}
     assert incompatible_changes(started, now) == [
         "state_format: transformWithState in Python (not recorded) -> "

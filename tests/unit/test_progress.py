@@ -12,13 +12,23 @@ PROGRESS = {
     "processedRowsPerSecond": 350.987,
     "durationMs": {"triggerExecution": 3421},
     "stateOperators": [
-        {"numRowsTotal": 100, "numRowsUpdated": 20, "numRowsRemoved": 5,
-         "memoryUsedBytes": 4096, "numRowsDroppedByWatermark": 3},
-        {"numRowsTotal": 50, "numRowsUpdated": 1, "numRowsRemoved": 0,
-         "memoryUsedBytes": 1024, "numRowsDroppedByWatermark": 0},
+        {
+            "numRowsTotal": 100,
+            "numRowsUpdated": 20,
+            "numRowsRemoved": 5,
+            "memoryUsedBytes": 4096,
+            "numRowsDroppedByWatermark": 3,
+        },
+        {
+            "numRowsTotal": 50,
+            "numRowsUpdated": 1,
+            "numRowsRemoved": 0,
+            "memoryUsedBytes": 1024,
+            "numRowsDroppedByWatermark": 0,
+        },
     ],
     "sink": {"description": "DeltaSink", "numOutputRows": -1},
-}  # fmt: skip
+}
 
 
 def test_state_numbers_are_summed_over_operators_and_an_uncounted_sink_is_left_out():

@@ -28,17 +28,19 @@ def test_events_reading_kafka_has_the_topic_upstream_and_catches_up_beside_bronz
     assert (events.upstream, events.topic) == ("clicks", "clicks")
     streams = [FROM_KAFKA.get(n) for n in ("clickstream_raw", "events", "user_sessions")]
     assert [[s.name for s in wave] for wave in catch_up_waves(streams)] == [
-        ["clickstream_raw", "events"], ["user_sessions"],
-    ]  # fmt: skip
+        ["clickstream_raw", "events"],
+        ["user_sessions"],
+    ]
     default = builtin_streams(BuiltinSettings(clickstream_topic="clicks"))
     assert (default.get("events").upstream, default.get("events").topic) == (
         "clickstream_raw",
         None,
     )
     assert [[s.name for s in w] for w in catch_up_waves(list(default))][:3] == [
-        ["clickstream_raw", "service_heartbeats_raw"], ["events", "service_status"],
+        ["clickstream_raw", "service_heartbeats_raw"],
+        ["events", "service_status"],
         ["user_sessions", "security_alerts"],
-    ]  # fmt: skip
+    ]
 
 
 def test_reads_is_checked_with_the_fix():
@@ -49,8 +51,9 @@ def test_reads_is_checked_with_the_fix():
         "reads: 'topic' is not supported; use 'bronze' (the bronze table) or 'kafka' (the topic "
         "itself)."
     ]
-    table_reader = replace(STREAMS[0], name="from_table", source=TableSource("events"),
-                           reads="kafka", sink_table=None)  # fmt: skip
+    table_reader = replace(
+        STREAMS[0], name="from_table", source=TableSource("events"), reads="kafka", sink_table=None
+    )
     with pytest.raises(DeclarationError, match="reads: 'kafka' needs a KafkaSource"):
         declare_stream(registry, table_reader)
 
@@ -85,8 +88,9 @@ def test_a_batch_reads_from_the_previous_batch_end_or_the_start_offsets(tmp_path
 
     assert kafka_batch_offsets(tmp_path, 0) == ({"clicks": {0: 3, 1: 0}}, {"clicks": {0: 10, 1: 4}})
     assert kafka_batch_offsets(tmp_path, 1) == (
-        {"clicks": {0: 10, 1: 4}}, {"clicks": {0: 12, 1: 4, 2: 5}},
-    )  # fmt: skip
+        {"clicks": {0: 10, 1: 4}},
+        {"clicks": {0: 12, 1: 4, 2: 5}},
+    )
     with pytest.raises(RuntimeError, match=r"Batch 2 of .* has no Kafka source offsets"):
         kafka_batch_offsets(tmp_path, 2)
 

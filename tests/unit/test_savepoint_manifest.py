@@ -98,10 +98,20 @@ def test_names_that_could_leave_the_folder_are_refused_with_the_rule(name):
 
 
 def test_a_manifest_reads_back_as_written(tmp_path):
-    manifest = Manifest("key_events_raw", "n", T, "q1", 3,
-                        (TableMark("key_events_raw", 4, False, "key_events_raw/q1/raw"),
-                         TableMark("quarantine", None, True, "key_events_raw/q1/quarantine")),
-                        {"key_events": {"0": 7, "1": 9}}, 2048, T - 60_000)  # fmt: skip
+    manifest = Manifest(
+        "key_events_raw",
+        "n",
+        T,
+        "q1",
+        3,
+        (
+            TableMark("key_events_raw", 4, False, "key_events_raw/q1/raw"),
+            TableMark("quarantine", None, True, "key_events_raw/q1/quarantine"),
+        ),
+        {"key_events": {"0": 7, "1": 9}},
+        2048,
+        T - 60_000,
+    )
     (tmp_path / "manifest.json").write_text(manifest.to_json())
 
     assert read_manifest(tmp_path) == manifest
@@ -116,8 +126,17 @@ def test_the_copy_leaves_out_the_lock_and_batches_never_committed(lake, tmp_path
     copy_checkpoint(checkpoint, tmp_path / "copy", last_batch=1)
 
     names = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*"))
-    assert names == ["commits", "commits/0", "commits/1", "metadata", "offsets", "offsets/.0.crc",
-                     "offsets/.1.crc", "offsets/0", "offsets/1"]  # fmt: skip
+    assert names == [
+        "commits",
+        "commits/0",
+        "commits/1",
+        "metadata",
+        "offsets",
+        "offsets/.0.crc",
+        "offsets/.1.crc",
+        "offsets/0",
+        "offsets/1",
+    ]
     assert kafka_offsets(checkpoint, 1) == {"key_events": {"0": 0}}
 
 
@@ -153,8 +172,9 @@ def test_a_savepoint_records_the_last_committed_batch_and_each_tables_version(la
     assert locked_streams([("key_counts", lake.checkpoint("key_counts"))]) == []
 
 
-def test_a_second_savepoint_of_the_same_name_and_one_with_nothing_to_save_are_refused(lake,
-                                                                                   registry):  # fmt: skip
+def test_a_second_savepoint_of_the_same_name_and_one_with_nothing_to_save_are_refused(
+    lake, registry
+):
     create_savepoint(lake, registry.get("key_counts"), "before")
 
     with pytest.raises(SavepointRefused, match="already has a savepoint named 'before'"):
@@ -169,8 +189,11 @@ def test_a_running_stream_is_neither_saved_nor_restored(lake, registry):
     checkpoint = lake.checkpoint("key_counts")
 
     with CheckpointLocks({"key_counts": checkpoint}, owner="run 1a2b3c4d of stream_key_counts"):
-        with pytest.raises(SavepointRefused, match=r"Cannot take a savepoint of stream 'key_counts'"
-                           r" while it runs: run 1a2b3c4d of stream_key_counts \(pid"):  # fmt: skip
+        with pytest.raises(
+            SavepointRefused,
+            match=r"Cannot take a savepoint of stream 'key_counts'"
+            r" while it runs: run 1a2b3c4d of stream_key_counts \(pid",
+        ):
             create_savepoint(lake, registry.get("key_counts"), "again")
         with pytest.raises(SavepointRefused, match="Stop it first"):
             restore_savepoint(lake, registry.get("key_counts"), list(registry), never)
@@ -185,8 +208,9 @@ def test_an_unknown_savepoint_is_refused_naming_those_there_are(lake, registry):
         restore_savepoint(lake, registry.get("key_counts"), list(registry), never, "typo")
 
 
-def test_restoring_a_table_another_stream_reads_is_refused_before_anything_changes(tmp_path,
-                                                                                 registry):  # fmt: skip
+def test_restoring_a_table_another_stream_reads_is_refused_before_anything_changes(
+    tmp_path, registry
+):
     lake = Lakehouse(tmp_path / "lake")
     raw = lake.checkpoint("key_events_raw")
     raw.mkdir(parents=True)
@@ -198,8 +222,11 @@ def test_restoring_a_table_another_stream_reads_is_refused_before_anything_chang
     commit(lake.table("key_events_raw"), 1, batch_tag("key_events_raw/q9/raw", 1))
     lake.checkpoint("key_counts").mkdir(parents=True)  # the reader has started
 
-    with pytest.raises(SavepointRefused, match=r"Refused: key_counts reads key_events_raw as a "
-                       r"stream.*DELTA_SOURCE_IGNORE_DELETE.*reprocess key_counts"):  # fmt: skip
+    with pytest.raises(
+        SavepointRefused,
+        match=r"Refused: key_counts reads key_events_raw as a "
+        r"stream.*DELTA_SOURCE_IGNORE_DELETE.*reprocess key_counts",
+    ):
         restore_savepoint(lake, registry.get("key_events_raw"), list(registry), never)
     assert not (lake.root / "checkpoints" / "_archive").exists()
 
@@ -218,7 +245,7 @@ def test_a_restore_with_nothing_written_since_swaps_the_checkpoint_without_spark
         ".1.crc",
         "0",
         "1",
-    ]  # fmt: skip  (batch 2 is planned again)
+    ]  # (batch 2 is planned again)
     assert sorted(p.name for p in (done.archived / "offsets").iterdir())[-1] == "2"
     assert restore_pending(lake, "key_counts") is None
 
@@ -254,6 +281,9 @@ def test_a_savepoint_taken_before_a_restore_to_an_earlier_one_is_refused(lake, r
     restore = {"timestamp": T, "operation": "RESTORE", "operationParameters": {"version": 1}}
     commit_file(lake.table("key_counts"), 4).write_text(json.dumps({"commitInfo": restore}))
 
-    with pytest.raises(SavepointRefused, match=r"taken before the stream was restored to an "
-                       r"earlier point \(table key_counts went back to version 1 at version 4\)"):  # fmt: skip
+    with pytest.raises(
+        SavepointRefused,
+        match=r"taken before the stream was restored to an "
+        r"earlier point \(table key_counts went back to version 1 at version 4\)",
+    ):
         restore_savepoint(lake, stream, list(registry), never, "later")

@@ -75,8 +75,9 @@ def test_a_key_with_one_part_shows_that_value_its_timers_and_counts_key_values_a
 
     state = assemble("u5", [part], [T_MS + 600_000], ("state",))
 
-    assert state == KeyState("u5", {"failures_ms": [T_MS]}, (T_MS + 600_000,),
-                             2 + len(document) + 8)  # fmt: skip
+    assert state == KeyState(
+        "u5", {"failures_ms": [T_MS]}, (T_MS + 600_000,), 2 + len(document) + 8
+    )
     assert state.timer_ms == T_MS + 600_000
 
 
@@ -132,9 +133,16 @@ def test_the_json_report_carries_totals_and_each_shown_key_with_its_timers_both_
         "keys": 3,
         "total_bytes": 600,
         "biggest_key_bytes": 300,
-        "shown": [{"key": "u5", "bytes": 40, "timers_ms": [T_MS],
-                   "timers": ["2026-11-22T10:00:00.000Z"], "value": {"n": 1}}],
-    }  # fmt: skip
+        "shown": [
+            {
+                "key": "u5",
+                "bytes": 40,
+                "timers_ms": [T_MS],
+                "timers": ["2026-11-22T10:00:00.000Z"],
+                "value": {"n": 1},
+            }
+        ],
+    }
 
 
 @pytest.mark.parametrize("key", ["u9", "späť"])

@@ -24,13 +24,22 @@ def no_silent_loss(spark: SparkSession, lakehouse: Lakehouse, stream: Stream) ->
     try:
         ledger, counted = balance_facts(spark, lakehouse, stream)
     except StillWriting as busy:
-        return warned(NO_SILENT_LOSS, f"not judged: {busy}",
-                      "Run the health check again when the stream is idle or stopped.")  # fmt: skip
+        return warned(
+            NO_SILENT_LOSS,
+            f"not judged: {busy}",
+            "Run the health check again when the stream is idle or stopped.",
+        )
     return judge_balance(ledger, counted, absorbs(stream))
 
 
-def deep_verdict(check: str, stream: Stream, spark: Callable[[], SparkSession],
-                 lakehouse: Lakehouse, freshness_seconds: float, partitions: int) -> Verdict:  # fmt: skip
+def deep_verdict(
+    check: str,
+    stream: Stream,
+    spark: Callable[[], SparkSession],
+    lakehouse: Lakehouse,
+    freshness_seconds: float,
+    partitions: int,
+) -> Verdict:
     """One deep check of one stream (a JVM is started only for the checks that need one)."""
     path = lakehouse.table(stream.table)
     if check == "freshness":

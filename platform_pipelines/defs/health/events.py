@@ -30,17 +30,25 @@ def _severity(verdict: Verdict) -> dg.AssetCheckSeverity:
 def check_evaluation(asset: str, verdict: Verdict) -> dg.AssetCheckEvaluation:
     """A runless check result (reported by a sensor)."""
     return dg.AssetCheckEvaluation(
-        asset_key=dg.AssetKey(asset), check_name=verdict.check, passed=verdict.passed,
-        severity=_severity(verdict), description=verdict.line(), metadata=_metadata(verdict),
-    )  # fmt: skip
+        asset_key=dg.AssetKey(asset),
+        check_name=verdict.check,
+        passed=verdict.passed,
+        severity=_severity(verdict),
+        description=verdict.line(),
+        metadata=_metadata(verdict),
+    )
 
 
 def check_result(asset: str, verdict: Verdict) -> dg.AssetCheckResult:
     """A check result inside a run (the health-check job)."""
     return dg.AssetCheckResult(
-        asset_key=asset, check_name=verdict.check, passed=verdict.passed,
-        severity=_severity(verdict), description=verdict.line(), metadata=_metadata(verdict),
-    )  # fmt: skip
+        asset_key=asset,
+        check_name=verdict.check,
+        passed=verdict.passed,
+        severity=_severity(verdict),
+        description=verdict.line(),
+        metadata=_metadata(verdict),
+    )
 
 
 def observation(health: StreamHealth, job: str | None) -> dg.AssetObservation:
@@ -60,7 +68,8 @@ def observation(health: StreamHealth, job: str | None) -> dg.AssetObservation:
         metadata["job"] = dg.MetadataValue.text(job)
     metadata["health"] = dg.MetadataValue.text(health.status.value)
     return dg.AssetObservation(
-        asset_key=health.asset, metadata=metadata,
+        asset_key=health.asset,
+        metadata=metadata,
         description=f"Stream {health.stream.name}: {run.status} ({run.detail}); health "
         f"{health.status.value}",
-    )  # fmt: skip
+    )

@@ -76,20 +76,36 @@ def restart_tick(
             continue
         damaged = _damaged(streams, lakehouse, expectations)
         if decision.action == "refuse":
-            verdict = failed(CHECK, f"{job} {decision.reason}. Its error: {reason}",
-                             "Fix the cause named in the error, then launch the job again.")  # fmt: skip
+            verdict = failed(
+                CHECK,
+                f"{job} {decision.reason}. Its error: {reason}",
+                "Fix the cause named in the error, then launch the job again.",
+            )
         elif decision.action == "give_up":
-            verdict = failed(CHECK, f"{job}: {decision.reason}; last error: {reason}",
-                             "Fix the cause in the run's logs, then launch the job again.")  # fmt: skip
+            verdict = failed(
+                CHECK,
+                f"{job}: {decision.reason}; last error: {reason}",
+                "Fix the cause in the run's logs, then launch the job again.",
+            )
         elif damaged is not None:
             verdict = damaged
         else:
-            requests.append(dg.RunRequest(
-                job_name=job, run_key=f"restart-{run.run_id}", run_config=run.run_config,
-                tags={RESTART_ATTEMPT_TAG: str(decision.attempt + 1), RESTART_OF_TAG: run.run_id},
-            ))  # fmt: skip
-            verdict = warned(CHECK, f"{job} failed and was relaunched ({decision.reason}): "
-                             f"{reason}", "Look at the failed run's logs if it keeps happening.")  # fmt: skip
+            requests.append(
+                dg.RunRequest(
+                    job_name=job,
+                    run_key=f"restart-{run.run_id}",
+                    run_config=run.run_config,
+                    tags={
+                        RESTART_ATTEMPT_TAG: str(decision.attempt + 1),
+                        RESTART_OF_TAG: run.run_id,
+                    },
+                )
+            )
+            verdict = warned(
+                CHECK,
+                f"{job} failed and was relaunched ({decision.reason}): {reason}",
+                "Look at the failed run's logs if it keeps happening.",
+            )
         done[run.run_id] = verdict.status.value
         checks += [check_evaluation(asset_key(s), verdict) for s in streams]
     kept = {key: value for key, value in done.items() if key.split(":")[0] in latest}
@@ -105,15 +121,19 @@ def _started_streams(instance: dg.DagsterInstance, run_id: str, streams: Sequenc
     return any(event is not None and event.run_id == run_id for event in latest.values())
 
 
-def _damaged(streams: Sequence[Stream], lakehouse: Lakehouse,
-             expectations: CheckpointExpectations) -> Verdict | None:  # fmt: skip
+def _damaged(
+    streams: Sequence[Stream], lakehouse: Lakehouse, expectations: CheckpointExpectations
+) -> Verdict | None:
     for stream in streams:
-        verdict = checkpoint_verdict(inspect_checkpoint(lakehouse.checkpoint(stream.name)),
-                                     expectations)  # fmt: skip
+        verdict = checkpoint_verdict(
+            inspect_checkpoint(lakehouse.checkpoint(stream.name)), expectations
+        )
         if verdict.status is Status.FAIL:
-            return failed(CHECK, f"not relaunched: the checkpoint of {stream.name} is damaged "
-                          f"({verdict.summary})",
-                          verdict.remedy or "Repair or reset the checkpoint, then launch the job.")  # fmt: skip
+            return failed(
+                CHECK,
+                f"not relaunched: the checkpoint of {stream.name} is damaged ({verdict.summary})",
+                verdict.remedy or "Repair or reset the checkpoint, then launch the job.",
+            )
     return None
 
 
@@ -126,10 +146,16 @@ def restart_verdict(instance: dg.DagsterInstance, stream: Stream, jobs: Sequence
             reason, kind, error_class = failure_reason(instance, run.run_id)
             permanent = classify_failure(kind, error_class)
             if permanent:
-                return failed(CHECK, f"the latest run of {job} failed and is not relaunched: "
-                              f"{permanent}. Its error: {reason}",
-                              "Fix the cause named in the error, then launch the job again.")  # fmt: skip
+                return failed(
+                    CHECK,
+                    f"the latest run of {job} failed and is not relaunched: "
+                    f"{permanent}. Its error: {reason}",
+                    "Fix the cause named in the error, then launch the job again.",
+                )
             attempt = run.tags.get(RESTART_ATTEMPT_TAG, "0")
-            return warned(CHECK, f"the latest run of {job} failed (relaunch {attempt} so far): "
-                          f"{reason}", "The auto-restart sensor relaunches it after its backoff.")  # fmt: skip
+            return warned(
+                CHECK,
+                f"the latest run of {job} failed (relaunch {attempt} so far): {reason}",
+                "The auto-restart sensor relaunches it after its backoff.",
+            )
     return passed(CHECK, "no failed run to relaunch")

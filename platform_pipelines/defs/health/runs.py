@@ -53,8 +53,9 @@ class RunFacts:
     dead: dict[str, dg.DagsterRun] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, instance: dg.DagsterInstance, store: ProgressStore,
-             names: Iterable[str]) -> RunFacts:  # fmt: skip
+    def load(
+        cls, instance: dg.DagsterInstance, store: ProgressStore, names: Iterable[str]
+    ) -> RunFacts:
         run_ids = {r.run_id for name in names if (r := store.latest(name)) and r.run_id}
         runs = instance.get_runs(filters=dg.RunsFilter(run_ids=sorted(run_ids))) if run_ids else []
         return cls(instance, {run.run_id: run for run in runs})

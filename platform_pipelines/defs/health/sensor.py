@@ -48,8 +48,9 @@ def health_tick(
     reported = Reported.from_json(json.loads(cursor)) if cursor else Reported()
     store = ProgressStore(settings.progress_dir)
     runs = RunFacts.load(instance, store, [s.name for s in streams])
-    results = evaluate_all(streams, lakehouse, store, runs, settings.bootstrap_servers(), now,
-                           config)  # fmt: skip
+    results = evaluate_all(
+        streams, lakehouse, store, runs, settings.bootstrap_servers(), now, config
+    )
     events: list[Event] = []
     for health in results:
         name = health.stream.name

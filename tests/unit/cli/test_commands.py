@@ -33,7 +33,7 @@ def test_the_known_commands_are_all_there():
         ["savepoint", "list"],
         ["savepoint", "restore"],
     ):
-        assert command in COMMANDS, command  # fmt: skip
+        assert command in COMMANDS, command
 
 
 @pytest.fixture(autouse=True)

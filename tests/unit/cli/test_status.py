@@ -37,10 +37,23 @@ def test_status_prints_every_stream_with_its_run_lag_state_and_health(tmp_path, 
     store = ProgressStore(tmp_path / "progress")
     now = time.time()
     for i, progress in enumerate(json.loads(SAMPLES.read_text())):  # key_counts runs: this process
-        store.append(ProgressRecord(now - 10 + i, "progress", "key_counts", "run12345abc",
-                                    progress, 1.0, pid=os.getpid(), host=os.uname().nodename))  # fmt: skip
-    store.append(ProgressRecord(now - 600, "terminated", "events", "run99", error_class="BOOM",
-                                error="it broke"))  # fmt: skip
+        store.append(
+            ProgressRecord(
+                now - 10 + i,
+                "progress",
+                "key_counts",
+                "run12345abc",
+                progress,
+                1.0,
+                pid=os.getpid(),
+                host=os.uname().nodename,
+            )
+        )
+    store.append(
+        ProgressRecord(
+            now - 600, "terminated", "events", "run99", error_class="BOOM", error="it broke"
+        )
+    )
     for name in ("service_status", "clickstream_raw"):
         shutil.copytree(DATA / "checkpoints" / name, tmp_path / "lakehouse" / "checkpoints" / name)
 
@@ -58,6 +71,8 @@ def test_status_prints_every_stream_with_its_run_lag_state_and_health(tmp_path, 
     assert rows["clickstream_raw"][4] == "unknown"  # the broker does not answer: not 0
     assert rows["service_status"][6].endswith("KiB")  # its checkpoint's size
     assert "events fail liveness: run failed: run run99 failed: BOOM" in result.output
-    assert ("clickstream_raw fail falling_behind: lag unknown: the Kafka broker at 127.0.0.1:1 "
-            "does not answer (connection refused)") in result.output  # fmt: skip
+    assert (
+        "clickstream_raw fail falling_behind: lag unknown: the Kafka broker at 127.0.0.1:1 "
+        "does not answer (connection refused)"
+    ) in result.output
     assert result.exit_code == 1  # --strict: a stream fails a check

@@ -36,13 +36,22 @@ def _sensor(settings: PlatformSettings, name: str) -> dg.SensorDefinition:
 def _record(i: int, run_id: str, now: float, **numbers: object):  # type: ignore[no-untyped-def]
     """Batch ``i`` of the ``events`` stream in ``run_id``, recorded ``10 - i`` seconds ago."""
     record = batch(i, every=1.0, trigger=2.0, **numbers)  # type: ignore[arg-type]
-    return replace(record, ts=now - 10 + i, stream="events", run_id=run_id, pid=os.getpid(),
-                   host=socket.gethostname())  # fmt: skip
+    return replace(
+        record,
+        ts=now - 10 + i,
+        stream="events",
+        run_id=run_id,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+    )
 
 
 def _checks(result: dg.SensorResult) -> dict[str, bool]:
-    return {e.check_name: e.passed for e in result.asset_events or []
-            if isinstance(e, dg.AssetCheckEvaluation)}  # fmt: skip
+    return {
+        e.check_name: e.passed
+        for e in result.asset_events or []
+        if isinstance(e, dg.AssetCheckEvaluation)
+    }
 
 
 def _observations(result: dg.SensorResult) -> list[dg.AssetObservation]:
@@ -54,8 +63,11 @@ def test_the_health_sensor_reports_a_running_stream_then_only_what_changed(tmp_p
     sensor = _sensor(settings, "stream_health_sensor")
     store = ProgressStore(settings.progress_dir)
     with dg.instance_for_test() as instance:
-        run = dg.DagsterRun(job_name="stream_events", run_id="a1b2c3d4-0000-4000-8000-000000000001",
-                            status=dg.DagsterRunStatus.STARTED)  # fmt: skip
+        run = dg.DagsterRun(
+            job_name="stream_events",
+            run_id="a1b2c3d4-0000-4000-8000-000000000001",
+            status=dg.DagsterRunStatus.STARTED,
+        )
         instance.add_run(run)
         now = time.time()
         for i in range(3):  # state bounded: rows removed every batch
@@ -66,8 +78,11 @@ def test_the_health_sensor_reports_a_running_stream_then_only_what_changed(tmp_p
         assert _checks(first) == dict.fromkeys(CHEAP, True)
         (observed,) = _observations(first)
         assert observed.asset_key == dg.AssetKey("events")
-        numbers = {k for k, v in observed.metadata.items()
-                   if isinstance(v, dg.IntMetadataValue | dg.FloatMetadataValue)}  # fmt: skip
+        numbers = {
+            k
+            for k, v in observed.metadata.items()
+            if isinstance(v, dg.IntMetadataValue | dg.FloatMetadataValue)
+        }
         assert numbers <= set(METRICS)  # only the curated numbers are plotted
         assert observed.metadata["job"].value == "stream_events"
         assert observed.metadata["running"].value is True
@@ -119,8 +134,10 @@ def test_the_restart_sensor_relaunches_a_crash_but_never_a_cancel(tmp_path: Path
         (request,) = result.run_requests or []
         assert json.loads(result.cursor or "{}") == {crashed.run_id: "warn"}  # latest runs only
         assert (request.job_name, request.run_config) == ("stream_events", config)
-        assert request.tags == {"platform/restart_attempt": "1",
-                                "platform/restart_of": crashed.run_id}  # fmt: skip
+        assert request.tags == {
+            "platform/restart_attempt": "1",
+            "platform/restart_of": crashed.run_id,
+        }
         (check,) = [e for e in result.asset_events or [] if isinstance(e, dg.AssetCheckEvaluation)]
         assert (check.check_name, check.passed) == ("auto_restart", False)
         assert check.severity is dg.AssetCheckSeverity.WARN

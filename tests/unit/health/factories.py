@@ -56,9 +56,14 @@ def batch(
     p = copy.deepcopy(TEMPLATE)
     ts = T0 + i * every
     duration_ms = round(rows_in / processed_rate * 1000) if processed_rate else 0
-    p.update(batchId=i, timestamp=iso(ts - duration_ms / 1000), batchDuration=duration_ms,
-             numInputRows=rows_in, inputRowsPerSecond=input_rate,
-             processedRowsPerSecond=processed_rate)  # fmt: skip
+    p.update(
+        batchId=i,
+        timestamp=iso(ts - duration_ms / 1000),
+        batchDuration=duration_ms,
+        numInputRows=rows_in,
+        inputRowsPerSecond=input_rate,
+        processedRowsPerSecond=processed_rate,
+    )
     p["durationMs"]["triggerExecution"] = duration_ms
     if watermark_delay is None:
         del p["eventTime"]["watermark"]
@@ -68,8 +73,13 @@ def batch(
         p["stateOperators"] = []
     else:
         op = p["stateOperators"][0]
-        op.update(numRowsTotal=state_rows, numRowsRemoved=removed, numRowsUpdated=updated,
-                  memoryUsedBytes=memory, numRowsDroppedByWatermark=dropped)  # fmt: skip
+        op.update(
+            numRowsTotal=state_rows,
+            numRowsRemoved=removed,
+            numRowsUpdated=updated,
+            memoryUsedBytes=memory,
+            numRowsDroppedByWatermark=dropped,
+        )
         if sst is None:
             del op["customMetrics"]["rocksdbSstFileSize"]
         else:
@@ -85,11 +95,21 @@ def batches(n: int, **numbers: Any) -> list[ProgressRecord]:
     ]
 
 
-def counted(batch_id: int, *, rows_in: int = 1000, late: int = 0, out: int | None = None,
-            ts: float | None = None) -> ProgressRecord:  # fmt: skip
+def counted(
+    batch_id: int,
+    *,
+    rows_in: int = 1000,
+    late: int = 0,
+    out: int | None = None,
+    ts: float | None = None,
+) -> ProgressRecord:
     """What the stream's writer recorded for ``batch_id`` (a ``batch`` record)."""
-    counts = {"rows_in": rows_in, "rows_out": rows_in - late if out is None else out,
-              "rows_late": late, "rows_quarantined": 0}  # fmt: skip
+    counts = {
+        "rows_in": rows_in,
+        "rows_out": rows_in - late if out is None else out,
+        "rows_late": late,
+        "rows_quarantined": 0,
+    }
     at = T0 + batch_id * 10 - 0.1 if ts is None else ts
     return ProgressRecord(at, "batch", "orders", "1a2b", batch_id=batch_id, counts=counts)
 
@@ -118,8 +138,16 @@ def idle(ts: float, trigger: float = 10.0) -> ProgressRecord:
     return ProgressRecord(ts, "idle", "orders", "1a2b", trigger_seconds=trigger)
 
 
-def terminated(ts: float, error_class: str | None = None, error: str | None = None,
-               trigger: float = 10.0) -> ProgressRecord:  # fmt: skip
+def terminated(
+    ts: float, error_class: str | None = None, error: str | None = None, trigger: float = 10.0
+) -> ProgressRecord:
     """The query ended: cleanly, or with ``error_class``."""
-    return ProgressRecord(ts, "terminated", "orders", "1a2b", trigger_seconds=trigger,
-                          error_class=error_class, error=error)  # fmt: skip
+    return ProgressRecord(
+        ts,
+        "terminated",
+        "orders",
+        "1a2b",
+        trigger_seconds=trigger,
+        error_class=error_class,
+        error=error,
+    )

@@ -223,8 +223,10 @@ def test_only_the_newest_batchs_watermark_is_judged():
 
 
 def test_late_rows_and_a_watermark_far_behind_are_both_shown():
-    records = [*batches(10, dropped=[0] * 9 + [3], watermark_delay=7200.0),
-               *(counted(i, late=3 if i == 9 else 0) for i in range(10))]  # fmt: skip
+    records = [
+        *batches(10, dropped=[0] * 9 + [3], watermark_delay=7200.0),
+        *(counted(i, late=3 if i == 9 else 0) for i in range(10)),
+    ]
 
     verdict = judge_late_data(records, stream="events")
 
@@ -251,17 +253,26 @@ def test_no_watermark_and_no_batches_pass():
 @pytest.mark.parametrize(
     ("name", "status", "summary"),
     [
-        ("kafka_running_count", Status.PASS,
-         "no late rows among 2,495 over 5 batches; watermark 10 min 29 s behind the wall clock"),
-        ("rate_dedup_window", Status.PASS,
-         "no late rows among 400 over 6 batches; watermark 7.5 s behind the wall clock"),
+        (
+            "kafka_running_count",
+            Status.PASS,
+            "no late rows among 2,495 over 5 batches; watermark 10 min 29 s behind the wall clock",
+        ),
+        (
+            "rate_dedup_window",
+            Status.PASS,
+            "no late rows among 400 over 6 batches; watermark 7.5 s behind the wall clock",
+        ),
         # Batch 7 held 40 rows two hours late (1 partial aggregate for Spark), and its producer
         # stamped events ahead of the driver's clock.
-        ("kafka_window_count", Status.WARN,
-         "1 of 3,050 rows (0.03%) over 9 batches arrived after the watermark: they are in "
-         "late_events, not in the stream's table; the watermark is 33 s ahead of the wall clock"),
+        (
+            "kafka_window_count",
+            Status.WARN,
+            "1 of 3,050 rows (0.03%) over 9 batches arrived after the watermark: they are in "
+            "late_events, not in the stream's table; the watermark is 33 s ahead of the wall clock",
+        ),
     ],
-)  # fmt: skip
+)
 def test_real_queries_late_rows_and_watermarks(name: str, status: Status, summary: str):
     verdict = judge_late_data(real_records(name))
 

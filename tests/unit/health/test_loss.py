@@ -17,8 +17,9 @@ MATCHING = Counted(consumed=1000, ledger_consumed=1000, table_rows=950, late_row
 EQUATION = "1,000 in = 950 out + 30 late + 0 quarantined + 20 duplicates removed"
 # A bronze stream: every row is written or quarantined.
 BRONZE = LedgerTotals(rows_in=12_000, rows_out=11_990, rows_quarantined=10)
-BRONZE_COUNTED = Counted(consumed=12_000, ledger_consumed=12_000, table_rows=11_990,
-                         quarantined_rows=10)  # fmt: skip
+BRONZE_COUNTED = Counted(
+    consumed=12_000, ledger_consumed=12_000, table_rows=11_990, quarantined_rows=10
+)
 
 
 def test_absorbed_rows_are_what_went_in_and_did_not_come_out():
@@ -64,14 +65,16 @@ def test_a_consumed_count_needs_both_sides_to_be_compared():
 @pytest.mark.parametrize(
     ("counted", "problem"),
     [
-        (Counted(consumed=1003, ledger_consumed=1000),
-         "1,003 consumed from its input but 1,000 counted by its batches"),
+        (
+            Counted(consumed=1003, ledger_consumed=1000),
+            "1,003 consumed from its input but 1,000 counted by its batches",
+        ),
         (Counted(table_rows=949), "949 rows in its table but 950 written by its batches"),
         (Counted(table_rows=951), "951 rows in its table but 950 written by its batches"),
         (Counted(late_rows=29), "29 rows in late_events but 30 written by its batches"),
         (Counted(quarantined_rows=2), "2 rows in quarantine but 0 written by its batches"),
     ],
-)  # fmt: skip
+)
 def test_each_disagreement_fails_naming_both_counts(counted: Counted, problem: str):
     verdict = judge_balance(LEDGER, counted, "duplicates removed")
 
@@ -84,8 +87,9 @@ def test_each_disagreement_fails_naming_both_counts(counted: Counted, problem: s
 
 
 def test_every_disagreement_is_named_in_order():
-    counted = Counted(consumed=1003, ledger_consumed=1000, table_rows=949, late_rows=29,
-                      quarantined_rows=1)  # fmt: skip
+    counted = Counted(
+        consumed=1003, ledger_consumed=1000, table_rows=949, late_rows=29, quarantined_rows=1
+    )
 
     verdict = judge_balance(LEDGER, counted, "duplicates removed")
 

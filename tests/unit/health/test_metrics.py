@@ -20,8 +20,9 @@ ORDER = [
 
 def idle_batch(i: int):
     """A batch without input whose operators did not run: it reports a state of 0 rows."""
-    return batch(i, rows_in=0, state_rows=0, removed=0, updated=0, input_rate=0.0,
-                 processed_rate=0.0)  # fmt: skip
+    return batch(
+        i, rows_in=0, state_rows=0, removed=0, updated=0, input_rate=0.0, processed_rate=0.0
+    )
 
 
 def test_there_are_eight_metrics_in_a_fixed_order_with_their_unit_in_their_name():
@@ -147,8 +148,9 @@ def test_the_metrics_of_a_real_windowed_count():
 
 
 def test_the_metrics_of_a_real_running_count():
-    metrics = stream_metrics(real_records("kafka_running_count"), Lag("Kafka topic events", 555),
-                             checkpoint_bytes=48_213)  # fmt: skip
+    metrics = stream_metrics(
+        real_records("kafka_running_count"), Lag("Kafka topic events", 555), checkpoint_bytes=48_213
+    )
 
     assert metrics == {
         "rows_per_second": 197.7,

@@ -11,13 +11,22 @@ from platform_pipelines.kafka.replication import NO_LEADER, PartitionReplicas, R
 HINT = " (`platform kafka cluster start` starts the nodes that are down)"
 
 
-def partitions(topic: str, isr: tuple[int, ...], count: int = 3, leader: int = 1,
-               replicas: tuple[int, ...] = (1, 2, 3)) -> tuple[PartitionReplicas, ...]:  # fmt: skip
+def partitions(
+    topic: str,
+    isr: tuple[int, ...],
+    count: int = 3,
+    leader: int = 1,
+    replicas: tuple[int, ...] = (1, 2, 3),
+) -> tuple[PartitionReplicas, ...]:
     return tuple(PartitionReplicas(topic, i, leader, replicas, isr) for i in range(count))
 
 
-def cluster(*parts: PartitionReplicas, alive: tuple[int, ...] = (1, 2, 3), quorum: int = 1,
-            min_insync: int = 2) -> ReplicationFacts:  # fmt: skip
+def cluster(
+    *parts: PartitionReplicas,
+    alive: tuple[int, ...] = (1, 2, 3),
+    quorum: int = 1,
+    min_insync: int = 2,
+) -> ReplicationFacts:
     topics = {p.topic for p in parts}
     return ReplicationFacts((1, 2, 3), alive, quorum, parts, dict.fromkeys(topics, min_insync))
 
@@ -64,8 +73,9 @@ def test_one_broker_down_warns_naming_it_the_partitions_and_why_producers_still_
 
 
 def test_the_whole_cluster_is_judged_when_no_topic_is_named():
-    facts = cluster(*partitions("a", (1, 3), count=2), *partitions("b", (1, 3), count=1),
-                    alive=(1, 3))  # fmt: skip
+    facts = cluster(
+        *partitions("a", (1, 3), count=2), *partitions("b", (1, 3), count=1), alive=(1, 3)
+    )
 
     verdict = judge_replication(facts)
 

@@ -7,8 +7,9 @@ import pytest
 
 from platform_pipelines.health.restart import Decision, RestartPolicy, classify_failure, decide
 
-POLICY = RestartPolicy(max_attempts=3, base_delay_seconds=10, max_delay_seconds=25,
-                       healthy_after_seconds=600)  # fmt: skip
+POLICY = RestartPolicy(
+    max_attempts=3, base_delay_seconds=10, max_delay_seconds=25, healthy_after_seconds=600
+)
 BUSY = "another run holds the stream's checkpoint; relaunching would only be refused again"
 DAMAGED = "the checkpoint is damaged; a relaunch would be refused until it is repaired or reset"
 INVALID_CONFIG = "the run's configuration is invalid; the same configuration fails again"
@@ -105,21 +106,34 @@ def test_other_failures_may_be_transient(kind: str | None, error_class: str | No
 
 
 def test_a_permanent_failure_is_refused_at_once_with_why():
-    decision = decide(attempt=0, started_at=0, ended_at=100, now=101, policy=POLICY,
-                      permanent=classify_failure("checkpoint_busy"))  # fmt: skip
+    decision = decide(
+        attempt=0,
+        started_at=0,
+        ended_at=100,
+        now=101,
+        policy=POLICY,
+        permanent=classify_failure("checkpoint_busy"),
+    )
 
     assert decision == Decision("refuse", 0, reason=f"not relaunched: {BUSY}")
 
 
 def test_a_permanent_failure_is_refused_rather_than_given_up_past_the_cap():
-    decision = decide(attempt=3, started_at=0, ended_at=100, now=10_000, policy=POLICY,
-                      permanent=DAMAGED)  # fmt: skip
+    decision = decide(
+        attempt=3, started_at=0, ended_at=100, now=10_000, policy=POLICY, permanent=DAMAGED
+    )
 
     assert decision == Decision("refuse", 3, reason=f"not relaunched: {DAMAGED}")
 
 
 def test_a_transient_failure_is_decided_by_the_backoff():
-    decision = decide(attempt=0, started_at=0, ended_at=100, now=200, policy=POLICY,
-                      permanent=classify_failure("stream_failed"))  # fmt: skip
+    decision = decide(
+        attempt=0,
+        started_at=0,
+        ended_at=100,
+        now=200,
+        policy=POLICY,
+        permanent=classify_failure("stream_failed"),
+    )
 
     assert decision.action == "restart"

@@ -20,10 +20,15 @@ RUN = "1a2b3c4d-5e6f-7a8b"  # shown by its first 8 characters
 HERE = socket.gethostname()
 
 
-def record(event: EventKind, ts: float = 1.0, *, pid: int = 4242, host: str = HERE,
-           error_class: str | None = None) -> ProgressRecord:  # fmt: skip
-    return ProgressRecord(ts, event, "events", RUN, pid=pid, host=host,
-                          error_class=error_class)  # fmt: skip
+def record(
+    event: EventKind,
+    ts: float = 1.0,
+    *,
+    pid: int = 4242,
+    host: str = HERE,
+    error_class: str | None = None,
+) -> ProgressRecord:
+    return ProgressRecord(ts, event, "events", RUN, pid=pid, host=host, error_class=error_class)
 
 
 def alive(pid: int) -> bool:

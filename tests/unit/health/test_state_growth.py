@@ -177,8 +177,10 @@ def test_idle_batches_neither_end_a_leak_nor_hide_it():
 
 
 def test_a_batch_without_input_that_evicted_state_counts_as_a_removal():
-    records = [*batches(6, state_rows=GROWING[:6], removed=0),
-               batch(6, rows_in=0, state_rows=5000, removed=1000, updated=0)]  # fmt: skip
+    records = [
+        *batches(6, state_rows=GROWING[:6], removed=0),
+        batch(6, rows_in=0, state_rows=5000, removed=1000, updated=0),
+    ]
 
     verdict = judge_state_growth(records)
 

@@ -6,8 +6,12 @@ from platform_pipelines.health.watermark import BatchTimes, first_poisoned_batch
 
 
 def test_the_first_of_the_newest_poisoned_batches_is_found():
-    batches = [BatchTimes(3, 1_000, 0), BatchTimes(4, 2_000, 500), BatchTimes(5, 3_000, 9_000),
-               BatchTimes(6, 4_000, 9_000)]  # fmt: skip
+    batches = [
+        BatchTimes(3, 1_000, 0),
+        BatchTimes(4, 2_000, 500),
+        BatchTimes(5, 3_000, 9_000),
+        BatchTimes(6, 4_000, 9_000),
+    ]
     assert first_poisoned_batch(batches) == 5
 
 

@@ -49,8 +49,10 @@ def test_a_child_whose_parent_is_killed_requests_a_stop(tmp_path: Path) -> None:
     out = tmp_path / "child.txt"
     parent = subprocess.Popen(
         [sys.executable, "-c", _PARENT, _CHILD, str(out)],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3],
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     assert parent.stdout is not None
     child_pid = int(parent.stdout.readline())
     try:

@@ -49,8 +49,9 @@ def test_a_second_run_on_a_held_checkpoint_is_refused_naming_the_holder_until_re
 def test_locks_are_all_or_nothing(tmp_path):
     with CheckpointLocks({"user_sessions": tmp_path / "user_sessions"}, owner="other"):
         with pytest.raises(CheckpointBusyError):
-            CheckpointLocks({"events": tmp_path / "events",
-                             "user_sessions": tmp_path / "user_sessions"}).__enter__()  # fmt: skip
+            CheckpointLocks(
+                {"events": tmp_path / "events", "user_sessions": tmp_path / "user_sessions"}
+            ).__enter__()
         assert locked_streams([("events", tmp_path / "events")]) == []
 
 
@@ -100,8 +101,9 @@ def test_an_object_store_checkpoint_without_a_lock_database_is_refused_naming_th
         "port/db, e.g. the Dagster instance's), then start again."
     )
     with pytest.raises(LockNotConfiguredError) as refused:
-        CheckpointLocks({"local": tmp_path / "local", "events": events}, settings=no_database
-                        ).__enter__()  # fmt: skip
+        CheckpointLocks(
+            {"local": tmp_path / "local", "events": events}, settings=no_database
+        ).__enter__()
     assert str(refused.value) == refusal
     with pytest.raises(LockDatabaseError, match="PLATFORM_LOCK_DATABASE_URL"):
         locked_streams([("events", events)], no_database)
@@ -123,8 +125,9 @@ def test_a_lock_database_error_names_the_database_but_never_the_password():
         lock_database_url=SecretStr(f"postgresql://dagster:{secret}@127.0.0.1:1/db")
     )
     with pytest.raises(LockDatabaseError) as refused:
-        CheckpointLocks({"events": "s3a://lake/checkpoints/events"}, settings=unreachable
-                        ).__enter__()  # fmt: skip
+        CheckpointLocks(
+            {"events": "s3a://lake/checkpoints/events"}, settings=unreachable
+        ).__enter__()
     assert str(refused.value).startswith(
         "Could not use the lock database dagster@127.0.0.1:1/db (PLATFORM_LOCK_DATABASE_URL); "
         "check that the server runs and that the URL, user and password are right. PostgreSQL "

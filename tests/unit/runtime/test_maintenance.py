@@ -34,8 +34,9 @@ NOW_MS = 1_795_000_000_000
 STREAMS = list(builtin_streams())
 
 
-def commit(table: Path, version: int, at_ms: int, adds: tuple[str, ...] = (),
-           removes: tuple[str, ...] = ()) -> None:  # fmt: skip
+def commit(
+    table: Path, version: int, at_ms: int, adds: tuple[str, ...] = (), removes: tuple[str, ...] = ()
+) -> None:
     """A Delta commit file with its timestamp, the files it adds and those it removes."""
     lines = [{"commitInfo": {"timestamp": at_ms, "operation": "WRITE"}}]
     lines += [{"add": {"path": p, "size": 100, "dataChange": True}} for p in adds]
@@ -48,8 +49,13 @@ def commit(table: Path, version: int, at_ms: int, adds: tuple[str, ...] = (),
 def offsets(checkpoint: Path, batch: int, version: int) -> None:
     """``offsets/<batch>`` of a stream reading a Delta table, ending before ``version``."""
     (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
-    source = {"sourceVersion": 1, "reservoirId": "t", "reservoirVersion": version, "index": -1,
-              "isStartingVersion": False}  # fmt: skip
+    source = {
+        "sourceVersion": 1,
+        "reservoirId": "t",
+        "reservoirVersion": version,
+        "index": -1,
+        "isStartingVersion": False,
+    }
     text = "v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0}) + "\n"
     (checkpoint / "offsets" / str(batch)).write_text(text + json.dumps(source) + "\n")
 
@@ -117,8 +123,9 @@ def test_the_retention_is_the_largest_need_in_whole_hours_and_says_whose():
     chosen = retention_for(options, [recent, stopped], NOW_MS)
 
     assert chosen.duration == timedelta(hours=202)  # 200 h 1 min + 1 h margin, rounded up
-    assert chosen.reason == ("user_sessions may still read version 3 (offsets/7), committed "
-                             "8 d 8 h ago, + 1 h margin")  # fmt: skip
+    assert chosen.reason == (
+        "user_sessions may still read version 3 (offsets/7), committed 8 d 8 h ago, + 1 h margin"
+    )
 
 
 def test_a_configured_retention_under_the_floor_is_raised_to_it():
@@ -127,16 +134,23 @@ def test_a_configured_retention_under_the_floor_is_raised_to_it():
     chosen = retention_for(options, [], NOW_MS)
 
     assert (chosen.duration, chosen.reason) == (
-        timedelta(hours=1), "the floor: files being written are unlisted"
-    )  # fmt: skip
+        timedelta(hours=1),
+        "the floor: files being written are unlisted",
+    )
 
 
 def test_every_table_is_maintained_with_its_layer_the_shared_ones_as_platform():
     assert table_layers(STREAMS) == {
-        "clickstream_raw": "bronze", "quarantine": "platform", "events": "silver",
-        "late_events": "platform", "user_sessions": "gold", "security_alerts": "gold",
-        "service_heartbeats_raw": "bronze", "service_status": "gold", "stream_ledger": "platform",
-    }  # fmt: skip
+        "clickstream_raw": "bronze",
+        "quarantine": "platform",
+        "events": "silver",
+        "late_events": "platform",
+        "user_sessions": "gold",
+        "security_alerts": "gold",
+        "service_heartbeats_raw": "bronze",
+        "service_status": "gold",
+        "stream_ledger": "platform",
+    }
 
 
 def test_one_maintenance_per_table_at_a_time_and_the_refusal_names_the_holder(tmp_path):
@@ -172,5 +186,7 @@ def test_a_table_a_running_stream_upserts_is_not_compacted_and_the_note_says_why
         compaction, note = _compact(None, lake, list(registry), "key_counts", MaintenanceOptions())  # type: ignore[arg-type]
 
     assert compaction is None
-    assert note == ("not compacted: key_counts upserts it and runs; its MERGE would fail if "
-                    "OPTIMIZE committed meanwhile. Run this while it is stopped")  # fmt: skip
+    assert note == (
+        "not compacted: key_counts upserts it and runs; its MERGE would fail if "
+        "OPTIMIZE committed meanwhile. Run this while it is stopped"
+    )

@@ -209,8 +209,10 @@ def test_sessions_are_the_same_whatever_the_arrival_order_and_batches_within_the
         cuts = sorted(rng.sample(range(1, len(A_DAY)), 3))
         batches = [shuffled[i:j] for i, j in itertools.pairwise([0, *cuts, len(A_DAY)])]
         # each watermark is below every event still to come, so nothing is late
-        watermarks = [min([e.event_time_ms for b in batches[k + 1 :] for e in b], default=at(1000))
-                      for k in range(len(batches))]  # fmt: skip
+        watermarks = [
+            min([e.event_time_ms for b in batches[k + 1 :] for e in b], default=at(1000))
+            for k in range(len(batches))
+        ]
         minutes = [(w - 1 - T0) / MIN for w in watermarks]
         assert run_batches(batches, minutes) == expected, (shuffled, cuts)
 
