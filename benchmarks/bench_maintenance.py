@@ -4,7 +4,7 @@ A bronze stream on a 10 s trigger appends to ``clickstream_raw`` 8,640 times a d
 Kafka partition that had records in the batch (3 on the demo topic). That table is built, then
 read -- a full scan (the page views among all rows, counted) and a typical filtered read (one
 user's events of the last hour) -- before and after the platform's maintenance
-(``runtime.maintenance.maintain_table``: OPTIMIZE, then VACUUM with the default 168 h retention).
+(``runtime.maintainer.maintain_table``: OPTIMIZE, then VACUUM with the default 168 h retention).
 Each read is timed cold (Delta's log cache cleared: what a new job or process pays) and warm
 (median of ``--repeats``).
 
@@ -53,8 +53,8 @@ from platform_pipelines.core.times import iso, to_ms
 from platform_pipelines.core.units import count, size
 from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clickstream
 from platform_pipelines.lakehouse.delta import Lakehouse, append_exactly_once, batch_tag
-from platform_pipelines.lakehouse.maintenance import data_files, table_files
-from platform_pipelines.runtime.maintenance import MaintenanceOptions, maintain_table
+from platform_pipelines.lakehouse.vacuum import data_files, table_files
+from platform_pipelines.runtime.maintainer import MaintenanceOptions, maintain_table
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import builtin_streams
 

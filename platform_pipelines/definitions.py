@@ -11,7 +11,6 @@ from platform_pipelines.defs.assets import all_specs
 from platform_pipelines.defs.engagement import engagement_definitions
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.defs.jobs import make_stream_job
-from platform_pipelines.defs.maintenance import maintenance_definitions
 from platform_pipelines.defs.reprocess import reprocess_definitions
 from platform_pipelines.defs.resources import (
     KafkaResource,
@@ -20,6 +19,7 @@ from platform_pipelines.defs.resources import (
 )
 from platform_pipelines.defs.savepoints import savepoint_definitions
 from platform_pipelines.defs.state import state_definitions
+from platform_pipelines.defs.table_maintenance import maintenance_definitions
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.catalog import load_registry

@@ -11,13 +11,13 @@ from platform_pipelines.cli.cluster import cluster
 from platform_pipelines.cli.demo import demo, setup
 from platform_pipelines.cli.kafka import kafka, produce_cmd
 from platform_pipelines.cli.main import main
-from platform_pipelines.cli.maintenance import table
 from platform_pipelines.cli.postgres import postgres
 from platform_pipelines.cli.reprocess import reprocess
 from platform_pipelines.cli.savepoint import savepoint
 from platform_pipelines.cli.state import state
 from platform_pipelines.cli.status import status
 from platform_pipelines.cli.stream import stream
+from platform_pipelines.cli.table import table
 from platform_pipelines.cli.ui import dagster_dev_command, ui
 
 for command in (

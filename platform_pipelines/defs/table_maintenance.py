@@ -3,7 +3,7 @@ schedule, and on every table a ``files_healthy`` check read from its Delta log (
 
 - ``table_maintenance_bronze`` (with the platform's shared tables: quarantine, late_events,
   stream_ledger), ``table_maintenance_silver``, ``table_maintenance_gold``: one op in its own JVM
-  maintains its tables one after the other (``runtime.maintenance``): OPTIMIZE, then VACUUM with
+  maintains its tables one after the other (``runtime.maintainer``): OPTIMIZE, then VACUUM with
   a retention that keeps every file a declared stream may still read. Each table gets an
   observation (files before and after, bytes, retention and why) and its ``files_healthy`` result.
 - Streams keep running meanwhile: the op takes no checkpoint lock (a stream starting during
@@ -29,7 +29,7 @@ from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingR
 from platform_pipelines.health.files import FILES_HEALTHY
 from platform_pipelines.health.reporting import Reported
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.maintenance import (
+from platform_pipelines.runtime.maintainer import (
     PLATFORM_LAYER,
     MaintenanceOptions,
     MaintenanceResult,

@@ -11,9 +11,9 @@ import pytest
 
 from platform_pipelines.lakehouse.checkpoints import StartPlan, write_plan
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.lakehouse.maintenance import table_files
+from platform_pipelines.lakehouse.vacuum import table_files
 from platform_pipelines.runtime.lock import CheckpointLocks
-from platform_pipelines.runtime.maintenance import (
+from platform_pipelines.runtime.maintainer import (
     MaintenanceBusy,
     MaintenanceOptions,
     ReaderHold,

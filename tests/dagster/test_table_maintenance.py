@@ -11,8 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 from platform_pipelines.defs.assets import all_specs
-from platform_pipelines.defs.maintenance import TableMaintenanceConfig, maintenance_definitions
 from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingResource
+from platform_pipelines.defs.table_maintenance import (
+    TableMaintenanceConfig,
+    maintenance_definitions,
+)
 from platform_pipelines.health.files import FILES_HEALTHY
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import get_settings

@@ -40,7 +40,8 @@ from platform_pipelines.health.files import judge_files
 from platform_pipelines.lakehouse.checkpoints import batch_ids, read_plan
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.delta_log import delta_source_offset, latest_version
-from platform_pipelines.lakehouse.maintenance import (
+from platform_pipelines.lakehouse.tables import LEDGER_TABLE, PLATFORM_TABLES
+from platform_pipelines.lakehouse.vacuum import (
     Compaction,
     CompactionConflict,
     RetentionRefused,
@@ -53,7 +54,6 @@ from platform_pipelines.lakehouse.maintenance import (
     vacuum,
     whole_hours,
 )
-from platform_pipelines.lakehouse.tables import LEDGER_TABLE, PLATFORM_TABLES
 from platform_pipelines.runtime.lock import locked_streams
 from platform_pipelines.streams.declare import StatefulStream, Stream
 

@@ -12,7 +12,7 @@ from platform_pipelines.core.units import count, size
 from platform_pipelines.settings import get_settings
 
 if TYPE_CHECKING:
-    from platform_pipelines.runtime.maintenance import MaintenanceResult
+    from platform_pipelines.runtime.maintainer import MaintenanceResult
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 
@@ -49,8 +49,8 @@ def files_cmd() -> None:
     """Every table's live files, bytes and average file size, read from its Delta log (no
     Spark), with the files_healthy check's verdict and, when it is not passing, what to do."""
     from platform_pipelines.lakehouse.delta import Lakehouse
-    from platform_pipelines.lakehouse.maintenance import table_files
-    from platform_pipelines.runtime.maintenance import files_verdict, table_layers
+    from platform_pipelines.lakehouse.vacuum import table_files
+    from platform_pipelines.runtime.maintainer import files_verdict, table_layers
     from platform_pipelines.streams.catalog import load_registry
 
     settings = get_settings()
@@ -107,7 +107,7 @@ def maintain_cmd(
     from datetime import timedelta
 
     from platform_pipelines.lakehouse.delta import Lakehouse
-    from platform_pipelines.runtime.maintenance import (
+    from platform_pipelines.runtime.maintainer import (
         MaintenanceOptions,
         maintain_table,
         table_layers,

@@ -2,7 +2,7 @@
 
 Every micro-batch adds files to each table it writes, so a table fed every 10 s gains thousands
 of small files a day. Three operations on one table (which, when and with which retention:
-``runtime.maintenance``):
+``runtime.maintainer``):
 
 - ``table_files``: the live files of the newest version and their bytes, from the Delta log alone
   (no JVM): the version's checksum file (``<version>.crc``, which Delta writes after a commit)

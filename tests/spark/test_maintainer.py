@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import added_files, commit_file, latest_version
-from platform_pipelines.lakehouse.maintenance import compact, data_files, table_files
-from platform_pipelines.runtime.maintenance import MaintenanceOptions, maintain_table
+from platform_pipelines.lakehouse.vacuum import compact, data_files, table_files
+from platform_pipelines.runtime.maintainer import MaintenanceOptions, maintain_table
 from platform_pipelines.streams.builtin import builtin_streams
 from tests.integration.events import U1_SHOPPING, U2_BROWSING, U3_MUCH_LATER
 from tests.integration.helpers import ledger, table
