@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.spark_progress import Progress, describe, progress_metrics
 from platform_pipelines.defs.config import StreamRunConfig
 from platform_pipelines.defs.coordinator import STREAMS_TAG
 from platform_pipelines.defs.resources import (
@@ -29,7 +30,6 @@ from platform_pipelines.runtime.lock import (
     LockLostError,
     LockNotConfiguredError,
 )
-from platform_pipelines.runtime.progress import Progress, describe, progress_metrics
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams, trigger_seconds
 from platform_pipelines.runtime.supervisor import StreamFailedError

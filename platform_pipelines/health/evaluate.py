@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.spark_progress import batch_id
 from platform_pipelines.core.verdict import Status, Verdict, warned, worst
 from platform_pipelines.health.checkpoint import (
     CheckpointExpectations,
@@ -23,11 +24,11 @@ from platform_pipelines.health.checkpoint import (
     kafka_committed_offsets,
     kafka_lag,
 )
+from platform_pipelines.health.history import batches
 from platform_pipelines.health.late_data import judge_late_data
 from platform_pipelines.health.liveness import judge_liveness
 from platform_pipelines.health.metrics import stream_metrics
 from platform_pipelines.health.policy import HealthPolicy
-from platform_pipelines.health.progress import batches
 from platform_pipelines.health.replication import KAFKA_REPLICATION, judge_replication
 from platform_pipelines.health.runs import RunState
 from platform_pipelines.health.state_growth import judge_state_growth
@@ -208,7 +209,7 @@ def evaluate_stream(
         facts,
         run,
         lag,
-        last_batch_id=int((last.progress or {}).get("batchId", -1)) if last else -1,
+        last_batch_id=batch_id(last.progress or {}) if last else -1,
         last_batch_at=last.ts if last else None,
     )
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.spark_progress import batch_id, input_rows, op_sum
 from platform_pipelines.core.units import count, duration
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.health.history import batches, by_time, progress_of, watermark_delay
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
-from platform_pipelines.health.progress import batches, by_time, op_sum, p, watermark_delay
 
 LATE_DATA = "late_data"
 
@@ -38,16 +39,16 @@ def judge_late_data(
     window = done[-policy.window_batches :]
     if not window:
         return passed(LATE_DATA, "no batches yet")
-    ids = {int(p(r).get("batchId", -1)) for r in window}
+    ids = {batch_id(progress_of(r)) for r in window}
     # A batch replayed after a crash records its counts again: the newest record of a batch wins.
     kept = {
         r.batch_id: r.counts
         for r in by_time(records)
         if r.event == "batch" and r.batch_id in ids and r.counts
     }
-    dropped = sum(op_sum(p(r), "numRowsDroppedByWatermark") for r in window)
+    dropped = sum(op_sum(progress_of(r), "numRowsDroppedByWatermark") for r in window)
     late = sum(int(c.get("rows_late", 0)) for c in kept.values()) if kept else dropped
-    rows_in = sum(int(p(r).get("numInputRows") or 0) for r in window)
+    rows_in = sum(input_rows(progress_of(r)) for r in window)
     delays = [d for d in (watermark_delay(r) for r in window) if d is not None]
     if not delays and not dropped and not late:
         return passed(LATE_DATA, "no watermark", {"late_rows": 0})

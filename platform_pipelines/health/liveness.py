@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.spark_progress import batch_id, batch_seconds
 from platform_pipelines.core.units import duration
 from platform_pipelines.core.verdict import Verdict, failed, passed, warned
+from platform_pipelines.health.history import batches, by_time, progress_of
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
-from platform_pipelines.health.progress import batch_seconds, batches, by_time, p
 from platform_pipelines.health.runs import RunState
 
 LIVENESS = "liveness"
@@ -25,7 +26,8 @@ def stale_after_seconds(records: Sequence[ProgressRecord], policy: HealthPolicy)
     ordered = by_time(records)
     trigger = ordered[-1].trigger_seconds if ordered else 0.0
     longest = max(
-        (batch_seconds(p(r)) for r in batches(ordered)[-policy.window_batches :]), default=0.0
+        (batch_seconds(progress_of(r)) for r in batches(ordered)[-policy.window_batches :]),
+        default=0.0,
     )
     return max(policy.stale_after_triggers * max(trigger, longest), policy.min_stale_seconds)
 
@@ -81,7 +83,7 @@ def judge_liveness(
     done = batches(ordered)
     if done:
         evidence["last_batch_age_seconds"] = round(now - done[-1].ts, 1)
-        evidence["last_batch_id"] = int(p(done[-1]).get("batchId", -1))
+        evidence["last_batch_id"] = batch_id(progress_of(done[-1]))
     if newest.event == "terminated":
         return _terminated(newest, age, limit, evidence)
     if age > limit:

@@ -10,15 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from platform_pipelines.core.records import ProgressRecord
-from platform_pipelines.health.progress import (
+from platform_pipelines.core.spark_progress import (
+    batch_id,
     batch_seconds,
+    op_sum,
+    processed_rate,
+    state_bytes,
+)
+from platform_pipelines.health.history import (
     batches,
     by_time,
-    op_sum,
-    p,
+    progress_of,
     ran_state,
     rows_in,
-    state_bytes,
     watermark_delay,
 )
 from platform_pipelines.health.throughput import Lag
@@ -44,16 +48,16 @@ def stream_metrics(
     found: dict[str, float | int] = {}
     with_input = [r for r in done if rows_in(r) > 0]
     if with_input:
-        newest = p(with_input[-1])
-        found["rows_per_second"] = round(float(newest.get("processedRowsPerSecond") or 0.0), 1)
+        newest = progress_of(with_input[-1])
+        found["rows_per_second"] = round(processed_rate(newest), 1)
         found["batch_duration_ms"] = round(batch_seconds(newest) * 1000)
         found["late_rows"] = _late_rows(records, with_input[-1])
     if lag is not None and lag.records is not None:
         found["lag_records"] = lag.records
     stateful = [r for r in done if ran_state(r)]
     if stateful:
-        found["state_rows"] = op_sum(p(stateful[-1]), "numRowsTotal")
-        found["state_bytes"] = state_bytes(p(stateful[-1]))
+        found["state_rows"] = op_sum(progress_of(stateful[-1]), "numRowsTotal")
+        found["state_bytes"] = state_bytes(progress_of(stateful[-1]))
     delays = [d for d in (watermark_delay(r) for r in done) if d is not None]
     if delays:
         found["watermark_delay_seconds"] = round(delays[-1], 1)
@@ -63,8 +67,9 @@ def stream_metrics(
 
 
 def _late_rows(records: Sequence[ProgressRecord], batch: ProgressRecord) -> int:
-    batch_id = int(p(batch).get("batchId", -1))
+    progress = progress_of(batch)
+    wanted = batch_id(progress)
     for record in reversed(by_time(records)):
-        if record.event == "batch" and record.batch_id == batch_id and record.counts:
+        if record.event == "batch" and record.batch_id == wanted and record.counts:
             return int(record.counts.get("rows_late", 0))
-    return op_sum(p(batch), "numRowsDroppedByWatermark")
+    return op_sum(progress, "numRowsDroppedByWatermark")

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.spark_progress import op_sum, operators, sst_bytes
 from platform_pipelines.core.units import count, duration, size
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.health.history import batches, progress_of, ran_state, slope
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
-from platform_pipelines.health.progress import (
-    batches,
-    op_sum,
-    ops,
-    p,
-    ran_state,
-    slope,
-    sst_bytes,
-)
 
 STATE_GROWTH = "state_growth"
 
@@ -30,10 +23,10 @@ def growth_run(stateful: Sequence[ProgressRecord]) -> list[ProgressRecord]:
     state's rows never decreased (oldest first); empty when the newest batch removed rows."""
     run: list[ProgressRecord] = []
     for record in reversed(stateful):
-        progress = p(record)
+        progress = progress_of(record)
         if op_sum(progress, "numRowsRemoved") != 0:
             break
-        if run and op_sum(progress, "numRowsTotal") > op_sum(p(run[-1]), "numRowsTotal"):
+        if run and op_sum(progress, "numRowsTotal") > op_sum(progress_of(run[-1]), "numRowsTotal"):
             break
         run.append(record)
     return run[::-1]
@@ -115,12 +108,12 @@ def judge_state_growth(
     done = batches(records)
     if not done:
         return passed(STATE_GROWTH, "no batches yet")
-    if not any(ops(p(r)) for r in done):
+    if not any(operators(progress_of(r)) for r in done):
         return passed(STATE_GROWTH, "stateless")
     stateful = _stateful(done)
     if not stateful:
         return passed(STATE_GROWTH, "no batch has run the state yet")
-    newest = p(stateful[-1])
+    newest = progress_of(stateful[-1])
     rows = op_sum(newest, "numRowsTotal")
     memory = op_sum(newest, "memoryUsedBytes")
     sst = sst_bytes(newest)
@@ -135,7 +128,7 @@ def judge_state_growth(
     run = growth_run(stateful)
     evidence["growth_batches"] = len(run)
     verdicts: list[Verdict] = []
-    first_rows = op_sum(p(run[0]), "numRowsTotal") if run else rows
+    first_rows = op_sum(progress_of(run[0]), "numRowsTotal") if run else rows
     if len(run) >= policy.leak_min_batches and rows > first_rows:
         verdicts.append(
             failed(
@@ -156,20 +149,20 @@ def judge_state_growth(
         (
             "state rows",
             "rows",
-            [float(op_sum(p(r), "numRowsTotal")) for r in window],
+            [float(op_sum(progress_of(r), "numRowsTotal")) for r in window],
             policy.state_rows_budget,
             True,
         ),
         (
             "state memory",
             "bytes",
-            [float(op_sum(p(r), "memoryUsedBytes")) for r in window],
+            [float(op_sum(progress_of(r), "memoryUsedBytes")) for r in window],
             policy.state_bytes_budget,
             sst is None,
         ),
     ]
     if sst is not None:
-        sst_series = [float(sst_bytes(p(r)) or 0) for r in window]
+        sst_series = [float(sst_bytes(progress_of(r)) or 0) for r in window]
         checks.append(("state SST", "bytes", sst_series, policy.state_bytes_budget, True))
     for what, unit, values, budget, forecast in checks:
         if budget is None:

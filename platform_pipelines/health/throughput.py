@@ -6,10 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from platform_pipelines.core.records import ProgressRecord
+from platform_pipelines.core.spark_progress import (
+    batch_seconds,
+    input_rate,
+    input_rows,
+    processed_rate,
+)
 from platform_pipelines.core.units import count
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
+from platform_pipelines.health.history import batches, progress_of
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
-from platform_pipelines.health.progress import batch_seconds, batches, p
 
 FALLING_BEHIND = "falling_behind"
 
@@ -55,10 +61,10 @@ def window_rates(window: Sequence[ProgressRecord]) -> Rates:
     input_seconds = processed_seconds = 0.0
     counted = full = 0
     for record in window:
-        progress = p(record)
-        n = int(progress.get("numInputRows") or 0)
-        in_rate = float(progress.get("inputRowsPerSecond") or 0.0)
-        out_rate = float(progress.get("processedRowsPerSecond") or 0.0)
+        progress = progress_of(record)
+        n = input_rows(progress)
+        in_rate = input_rate(progress)
+        out_rate = processed_rate(progress)
         if n <= 0 or in_rate <= 0 or out_rate <= 0:
             continue
         counted += 1
