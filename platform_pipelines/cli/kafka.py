@@ -244,7 +244,7 @@ def produce_cmd(topic: str | None, **kw: Any) -> None:
     """Produce a synthetic clickstream (duplicates, late and malformed records included) into the
     broker the platform uses: PLATFORM_KAFKA_BOOTSTRAP_SERVERS, else the running local broker.
     Only when there is neither is the local broker started, and then it is said so."""
-    from platform_pipelines.runtime.watch import reachable
+    from platform_pipelines.kafka.reachability import reachable
 
     settings = get_settings()
     cfg = clickstream_config(**kw)

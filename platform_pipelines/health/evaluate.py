@@ -7,7 +7,6 @@ run state of each stream (from Dagster, or from the records alone).
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from platform_pipelines.health.replication import KAFKA_REPLICATION, judge_repli
 from platform_pipelines.health.runs import RunState
 from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.health.throughput import Lag, judge_falling_behind
+from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.kafka.replication import ReplicationFacts, gather_replication
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import committed_version, rows_behind
@@ -102,7 +102,7 @@ def ask_broker(
 
     if not bootstrap or not topics:
         return None
-    if not _reachable(bootstrap):
+    if not reachable(bootstrap):
         return Broker(bootstrap, None, "connection refused")
     try:
         ends = end_offsets_many(bootstrap, sorted(set(topics)), timeout_s, skip_missing=True)
@@ -131,19 +131,6 @@ def replication_verdict(topic: str, broker: Broker | None) -> Verdict:
         f"replication of {topic} unknown: {why}",
         remedy="Check that the brokers run and answer (platform kafka status).",
     )
-
-
-def _reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
-    """A TCP connect to any bootstrap server: a down broker is noticed in milliseconds instead of
-    the Kafka client's seconds of retries."""
-    for server in bootstrap.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            socket.create_connection((host or "localhost", int(port)), timeout_s).close()
-            return True
-        except (OSError, ValueError):
-            continue
-    return False
 
 
 def stream_lag(

@@ -10,12 +10,12 @@ retries forever without a word.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Sequence
 from typing import Protocol
 
 from platform_pipelines.core.units import duration
+from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.streams.declare import Stream
 
 
@@ -23,18 +23,6 @@ class Log(Protocol):
     def warning(self, msg: str) -> None: ...
 
     def info(self, msg: str) -> None: ...
-
-
-def reachable(bootstrap: str, timeout_s: float = 0.5) -> bool:
-    """Whether any bootstrap server accepts a TCP connection."""
-    for server in bootstrap.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            socket.create_connection((host or "localhost", int(port)), timeout_s).close()
-            return True
-        except (OSError, ValueError):
-            continue
-    return False
 
 
 def access_problem(bootstrap: str, timeout_s: float = 5.0) -> str | None:
