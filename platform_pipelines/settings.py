@@ -17,6 +17,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from upath import UPath
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The SparkSession's defaults, for the deployment's settings below and for
+# ``spark.session.SparkOptions`` alike; each suits a 2-core laptop.
+DEFAULT_SPARK_MASTER = "local[*]"
+DEFAULT_STATE_PARTITIONS = 4
+DEFAULT_MIN_BATCHES_TO_RETAIN = 20
+DEFAULT_DRIVER_MEMORY = "2g"
+DEFAULT_SPARK_UI_ENABLED = True
+DEFAULT_SPARK_BIND_ADDRESS = "127.0.0.1"
 
 
 class PlatformSettings(BaseSettings):
@@ -29,18 +37,18 @@ class PlatformSettings(BaseSettings):
     lakehouse_dir_override: str | None = Field(default=None, alias="PLATFORM_LAKEHOUSE_DIR")
     jars_dir_override: Path | None = Field(default=None, alias="PLATFORM_JARS_DIR")
     kafka_bootstrap_servers: str | None = None
-    spark_master: str = "local[*]"
+    spark_master: str = DEFAULT_SPARK_MASTER
     spark_log_level: str = "WARN"
     # The SparkSession (see ``spark.session.SparkOptions``); the health checks judge checkpoints
     # against these same numbers.
-    state_partitions: int = 4
-    min_batches_to_retain: int = 20
-    driver_memory: str = "2g"
-    spark_ui_enabled: bool = True
+    state_partitions: int = DEFAULT_STATE_PARTITIONS
+    min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    spark_ui_enabled: bool = DEFAULT_SPARK_UI_ENABLED
     # Where the driver listens (RPC, block manager, Spark UI): loopback unless a deployment says
     # otherwise. On a cluster, executors must reach the driver: bind 0.0.0.0 (or an interface)
     # and set the driver host to an address the workers can reach.
-    spark_bind_address: str = "127.0.0.1"
+    spark_bind_address: str = DEFAULT_SPARK_BIND_ADDRESS
     spark_driver_host: str | None = None
     # Any other Spark setting, for the deployment only (JSON object); run config takes tuning
     # keys only (spark/policy.py).

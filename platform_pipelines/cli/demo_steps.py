@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.settings import REPO_ROOT
+from platform_pipelines.settings import REPO_ROOT, get_settings
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def summarize(table_names: list[str]) -> DemoSummary:
     from platform_pipelines.spark.session import SparkOptions, build_spark_session
 
     lake = LakehouseResource().lakehouse()
-    spark = build_spark_session(SparkOptions(ui_enabled=False))
+    spark = build_spark_session(SparkOptions.from_settings(get_settings(), ui_enabled=False))
 
     def read(name: str):  # type: ignore[no-untyped-def]
         path = lake.table(name)

@@ -20,14 +20,24 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.core.storage import on_object_store
 from platform_pipelines.jvm import COMPILED, ensure_compiled, ensure_jars, require_java
-from platform_pipelines.settings import PlatformSettings, get_settings
+from platform_pipelines.settings import (
+    DEFAULT_DRIVER_MEMORY,
+    DEFAULT_MIN_BATCHES_TO_RETAIN,
+    DEFAULT_SPARK_BIND_ADDRESS,
+    DEFAULT_SPARK_MASTER,
+    DEFAULT_SPARK_UI_ENABLED,
+    DEFAULT_STATE_PARTITIONS,
+    PlatformSettings,
+    get_settings,
+)
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 @dataclass(frozen=True)
 class SparkOptions:
-    """What a deployment may change about the session. Every default suits a 2-core laptop.
+    """What a deployment may change about the session. The defaults are ``settings``' (each
+    suits a 2-core laptop); ``from_settings`` takes the deployment's values instead.
 
     Attributes:
         master: ``local[*]`` runs Spark in this process's JVM; any Spark master URL
@@ -50,13 +60,13 @@ class SparkOptions:
             S3 API; then the S3A jars (``jvm/s3``) are loaded too.
     """
 
-    master: str = "local[*]"
+    master: str = DEFAULT_SPARK_MASTER
     app_name: str = "platform_pipelines"
-    state_partitions: int = 4
-    min_batches_to_retain: int = 20
-    driver_memory: str = "2g"
-    ui_enabled: bool = True
-    bind_address: str = "127.0.0.1"
+    state_partitions: int = DEFAULT_STATE_PARTITIONS
+    min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    ui_enabled: bool = DEFAULT_SPARK_UI_ENABLED
+    bind_address: str = DEFAULT_SPARK_BIND_ADDRESS
     driver_host: str | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
     s3a_conf: dict[str, str] = field(default_factory=dict)
@@ -174,12 +184,14 @@ def is_local(master: str) -> bool:
 
 
 def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
-    """Start (or join) the SparkSession for ``options``; resolves the JVM jars on first use.
+    """Start (or join) the SparkSession for ``options`` (default: the deployment's, from the
+    settings); resolves the JVM jars on first use.
 
     On a cluster master the platform's code goes to the executors with the session
     (``ship_code``); the jars go with ``spark.jars``, served by the driver.
     """
-    options = options or SparkOptions()
+    settings = get_settings()
+    options = options or SparkOptions.from_settings(settings)
     require_java()
     jars = [*ensure_jars("spark"), *(ensure_compiled(name) for name in COMPILED)]
     if options.s3a_conf:
@@ -195,7 +207,6 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    settings = get_settings()
     spark.sparkContext.setLogLevel(settings.spark_log_level)
     if not is_local(options.master):
         modules = [m.strip() for m in settings.stream_modules.split(",") if m.strip()]
