@@ -26,8 +26,9 @@ from pathlib import Path
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
 JVM_DIR = REPO_ROOT / "jvm"
-# The platform's own Java code (jvm/<name>/src): the built-in sessions and alerts.
-COMPILED = ("sessions", "alerts")
+# The platform's own Java code (jvm/<name>/src): the built-in sessions and alerts, and the
+# checkpoint crash points of fault injection (used only when a run asks for them).
+COMPILED = ("sessions", "alerts", "faults")
 MIN_JAVA = 17
 _JAR_VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
 

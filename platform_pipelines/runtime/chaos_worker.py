@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from platform_pipelines.core.progress_store import ProgressStore
@@ -21,6 +22,9 @@ from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 
+FAULTS = {
+    "spark.sql.streaming.checkpointFileManagerClass": "platform.faults.PausingCheckpointFileManager"
+}
 STREAMS = ("clickstream_raw", "events", "user_sessions", "security_alerts")
 SPARK = SparkOptions(
     master="local[2]",
@@ -36,10 +40,18 @@ def main() -> None:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--mode", choices=("continuous", "catch_up"), default="continuous")
+    parser.add_argument("--fault-dir", type=Path, help="trace checkpoint writes here")
+    parser.add_argument("--pause-at", default="", help="crash points: <phase>:<regex>;...")
     args = parser.parse_args()
+    if args.fault_dir:
+        os.environ["PLATFORM_FAULT_DIR"] = str(args.fault_dir)
+        os.environ["PLATFORM_FAULT_PAUSE_AT"] = args.pause_at
+        args.fault_dir.mkdir(parents=True, exist_ok=True)
     registry = builtin_streams(BuiltinSettings(clickstream_topic=args.topic))
     streams = [registry.get(name) for name in STREAMS]
-    spark = build_spark_session(SPARK)
+    spark = build_spark_session(
+        replace(SPARK, extra_conf={**SPARK.extra_conf, **(FAULTS if args.fault_dir else {})})
+    )
     store = ProgressStore(args.lake / "progress")
     options = RunOptions(mode=args.mode, processing_time="1 second", max_offsets_per_trigger=500)
     recorder = ProgressRecorder(store, f"chaos-{os.getpid()}", {s.name: 1.0 for s in streams})
