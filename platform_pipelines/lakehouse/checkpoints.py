@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.core.storage import location
+from platform_pipelines.core.storage import location, replace_text
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def write_plan(checkpoint: Path, plan: StartPlan) -> None:
             "starting_timestamp_ms": plan.starting_timestamp_ms,
         }
     )
-    (location(checkpoint) / PLAN_FILE).write_text(text + "\n")
+    replace_text(location(checkpoint) / PLAN_FILE, text + "\n")  # a crash leaves old or new
 
 
 def batch_ids(checkpoint: Path, log: str = "offsets") -> list[int]:

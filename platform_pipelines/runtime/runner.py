@@ -27,6 +27,7 @@ from platform_pipelines.health.checkpoint import (
     checkpoint_verdict,
     inspect_checkpoint,
 )
+from platform_pipelines.lakehouse.first_start import clear_unplanned_first_start
 from platform_pipelines.lakehouse.tables import LEDGER, LEDGER_TABLE
 from platform_pipelines.runtime.interrupts import StopRequest
 from platform_pipelines.runtime.lock import CheckpointLocks
@@ -130,6 +131,7 @@ def run_streams(
     owner: str = "",
     lock: bool = True,
     watch: Callable[[], None] | None = None,
+    on_note: Callable[[str, str], None] = lambda name, text: None,
 ) -> Supervisor:
     """Run ``streams`` (upstream first) to the end of a catch-up run, or until ``stop`` is set.
 
@@ -137,7 +139,8 @@ def run_streams(
     persists every query event to the progress store while the streams run. ``owner`` (a run id)
     is recorded in the checkpoint locks so that a refused run can name the one that holds them;
     a caller that took the locks itself (before starting a JVM) passes ``lock=False``. ``watch``
-    is called on every poll of the supervisor (say, to log a broker outage).
+    is called on every poll of the supervisor (say, to log a broker outage). ``on_note`` hears,
+    per stream, what the run repaired before starting it (a first start cut short by a crash).
 
     Raises:
         CheckpointBusyError: another run holds one of the streams.
@@ -162,7 +165,10 @@ def run_streams(
     with locks:
         for stream in streams:
             upstream = ctx.lakehouse.table(stream.upstream).name if stream.topic is None else None
-            check_declaration(ctx.lakehouse.checkpoint(stream.name), stream, upstream)
+            checkpoint = ctx.lakehouse.checkpoint(stream.name)
+            check_declaration(checkpoint, stream, upstream)
+            if cleared := clear_unplanned_first_start(checkpoint):
+                on_note(stream.name, first_start_note(cleared))
             if savepoint := restore_pending(ctx.lakehouse, stream.name):
                 raise CheckpointDamagedError(
                     f"Stream {stream.name!r} was not started: a restore of its savepoint "
@@ -194,6 +200,18 @@ def run_streams(
             if recorder:
                 ctx.spark.streams.removeListener(recorder)
     return supervisor
+
+
+def first_start_note(cleared: Sequence[str]) -> str:
+    """The run log's line for a checkpoint whose interrupted first start was cleared.
+
+    >>> first_start_note(["offsets/.0.1f.tmp", "offsets/..0.1f.tmp.crc"])
+    'its first start was interrupted before batch 0 was planned (left: offsets/.0.1f.tmp, offsets/..0.1f.tmp.crc); cleared them and started afresh: nothing had been read or written yet'
+    """
+    return (
+        f"its first start was interrupted before batch 0 was planned (left: {', '.join(cleared)}); "
+        "cleared them and started afresh: nothing had been read or written yet"
+    )
 
 
 def catch_up_waves(streams: Sequence[Stream]) -> list[list[Stream]]:

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.core.storage import location
+from platform_pipelines.core.storage import location, replace_text
 from platform_pipelines.lakehouse.checkpoints import DECLARATION_FILE
 from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 
@@ -133,8 +133,8 @@ def check_declaration(checkpoint: Path, stream: Stream, upstream: str | None = N
             )
         if started == now:
             return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+    # Atomic: a first start killed here leaves no half-written declaration to fail the next one.
+    replace_text(path, json.dumps(now, indent=1, sort_keys=True) + "\n")
 
 
 def _legacy_time_mode(stream: Stream) -> str:
