@@ -3,7 +3,8 @@
 ``python -m platform_pipelines.runtime.chaos_worker --lake DIR --bootstrap HOST:PORT --topic T``
 runs bronze, dedup, sessions and alerts (catch-up first, then 1 s triggers) and records every
 query event under ``DIR/progress`` so the parent can see when it makes progress. SIGTERM stops it
-gracefully; SIGKILL is what the parent uses to test recovery.
+gracefully; SIGKILL is what the parent uses to test recovery. ``--crash-dir`` with ``--pause-at``
+or ``--pause-every`` stops it at chosen checkpoint writes (``runtime.crash_points``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.runtime.crash_points import CrashPoints
 from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.runner import RunOptions, run_streams
@@ -22,9 +24,6 @@ from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 
-FAULTS = {
-    "spark.sql.streaming.checkpointFileManagerClass": "platform.faults.PausingCheckpointFileManager"
-}
 STREAMS = ("clickstream_raw", "events", "user_sessions", "security_alerts")
 SPARK = SparkOptions(
     master="local[2]",
@@ -40,18 +39,20 @@ def main() -> None:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--mode", choices=("continuous", "catch_up"), default="continuous")
-    parser.add_argument("--fault-dir", type=Path, help="trace checkpoint writes here")
-    parser.add_argument("--pause-at", default="", help="crash points: <phase>:<regex>;...")
+    parser.add_argument("--streams", default=",".join(STREAMS), help="comma-separated, in order")
+    parser.add_argument("--crash-dir", type=Path, help="trace checkpoint writes here")
+    parser.add_argument("--pause-at", action="append", default=[], help="<phase>:<regex>")
+    parser.add_argument("--pause-every", default="", help="pause every write matching this")
     args = parser.parse_args()
-    if args.fault_dir:
-        os.environ["PLATFORM_FAULT_DIR"] = str(args.fault_dir)
-        os.environ["PLATFORM_FAULT_PAUSE_AT"] = args.pause_at
-        args.fault_dir.mkdir(parents=True, exist_ok=True)
+    conf = dict(SPARK.extra_conf)
+    if args.crash_dir:
+        points = CrashPoints(args.crash_dir, tuple(args.pause_at), args.pause_every)
+        args.crash_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.update(points.environment())  # the JVM started below inherits them
+        conf.update(points.spark_conf())
     registry = builtin_streams(BuiltinSettings(clickstream_topic=args.topic))
-    streams = [registry.get(name) for name in STREAMS]
-    spark = build_spark_session(
-        replace(SPARK, extra_conf={**SPARK.extra_conf, **(FAULTS if args.fault_dir else {})})
-    )
+    streams = [registry.get(name) for name in args.streams.split(",")]
+    spark = build_spark_session(replace(SPARK, extra_conf=conf))
     store = ProgressStore(args.lake / "progress")
     options = RunOptions(mode=args.mode, processing_time="1 second", max_offsets_per_trigger=500)
     recorder = ProgressRecorder(store, f"chaos-{os.getpid()}", {s.name: 1.0 for s in streams})
@@ -60,10 +61,16 @@ def main() -> None:
     )
     with stop_requests() as stop:
         try:
-            run_streams(ctx, streams, options, lambda *_: None, recorder=recorder, stop=stop)
+            run_streams(
+                ctx, streams, options, lambda *_: None, recorder=recorder, stop=stop, on_note=note
+            )
         except GracefulStop as done:
             print(done.line(), flush=True)
     spark.stop()
+
+
+def note(stream: str, text: str) -> None:
+    print(f"{stream}: {text}", flush=True)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,14 @@ import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCh
  *       {@code paused-<n>.txt} there.
  *   <li>{@code PLATFORM_FAULT_PAUSE_AT}: points separated by {@code ;}, each
  *       {@code <phase>:<regex>} (the regex is searched in the final path). The first write that
- *       reaches a point blocks its thread forever, after writing its marker: the caller then
- *       kills the process at that exact moment. Each point pauses once.
+ *       reaches a point pauses there. Each point pauses once.
+ *   <li>{@code PLATFORM_FAULT_PAUSE_EVERY}: a regex; every write whose final path matches it
+ *       pauses, at both phases.
  * </ul>
+ *
+ * <p>A pause writes {@code paused-<n>.txt} (the point, then {@code <phase> <final path>}) and
+ * blocks the writing thread until {@code resume-<n>} appears in the same folder: the caller kills
+ * the process at that exact moment, or copies what is on disk and lets the write go on.
  */
 public class PausingCheckpointFileManager extends FileContextBasedCheckpointFileManager {
 
@@ -56,10 +61,12 @@ public class PausingCheckpointFileManager extends FileContextBasedCheckpointFile
     private final List<String> phases = new ArrayList<>();
     private final List<Pattern> patterns = new ArrayList<>();
     private final boolean[] used;
+    private final Pattern every;
     private int paused;
 
-    private Points(Path dir, String spec) {
+    private Points(Path dir, String spec, String every) {
       this.dir = dir;
+      this.every = every == null || every.isEmpty() ? null : Pattern.compile(every);
       for (String point : spec.split(";")) {
         String trimmed = point.trim();
         if (trimmed.isEmpty()) {
@@ -79,18 +86,18 @@ public class PausingCheckpointFileManager extends FileContextBasedCheckpointFile
     static Points fromEnvironment() {
       String dir = System.getenv("PLATFORM_FAULT_DIR");
       String spec = System.getenv("PLATFORM_FAULT_PAUSE_AT");
-      return new Points(dir == null ? null : Paths.get(dir), spec == null ? "" : spec);
+      String every = System.getenv("PLATFORM_FAULT_PAUSE_EVERY");
+      return new Points(dir == null ? null : Paths.get(dir), spec == null ? "" : spec, every);
     }
 
     void reach(String phase, String path) {
       if (dir == null) {
         return;
       }
-      int point = claim(phase, path);
-      if (point < 0) {
-        return;
+      int pause = claim(phase, path);
+      if (pause > 0) {
+        waitForResume(dir.resolve("resume-" + pause));
       }
-      pauseForever();
     }
 
     private synchronized int claim(String phase, String path) {
@@ -99,23 +106,29 @@ public class PausingCheckpointFileManager extends FileContextBasedCheckpointFile
       for (int i = 0; i < patterns.size(); i++) {
         if (!used[i] && phases.get(i).equals(phase) && patterns.get(i).matcher(path).find()) {
           used[i] = true;
-          paused += 1;
-          Path marker = dir.resolve("paused-" + paused + ".txt");
-          Path partial = dir.resolve(".paused-" + paused + ".partial");
-          write(partial, phases.get(i) + ":" + patterns.get(i).pattern() + "\n" + line);
-          move(partial, marker);
-          return i;
+          return mark(phases.get(i) + ":" + patterns.get(i).pattern(), line);
         }
       }
-      return -1;
+      if (every != null && every.matcher(path).find()) {
+        return mark("every:" + every.pattern(), line);
+      }
+      return 0;
     }
 
-    private static void pauseForever() {
-      while (true) {
+    private int mark(String point, String line) {
+      paused += 1;
+      Path partial = dir.resolve(".paused-" + paused + ".partial");
+      write(partial, point + "\n" + line);
+      move(partial, dir.resolve("paused-" + paused + ".txt"));
+      return paused;
+    }
+
+    private static void waitForResume(Path resume) {
+      while (!Files.exists(resume)) {
         try {
-          Thread.sleep(60_000);
+          Thread.sleep(5);
         } catch (InterruptedException ignored) {
-          // A paused write stays paused: only killing the process ends it.
+          // A paused write stays paused until it is resumed or the process is killed.
         }
       }
     }
