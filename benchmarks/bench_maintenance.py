@@ -53,7 +53,7 @@ from platform_pipelines.core.times import iso, to_ms
 from platform_pipelines.core.units import count, size
 from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clickstream
 from platform_pipelines.lakehouse.delta import Lakehouse, append_exactly_once, batch_tag
-from platform_pipelines.lakehouse.vacuum import data_files, table_files
+from platform_pipelines.lakehouse.table_files import data_files, table_files
 from platform_pipelines.runtime.maintainer import MaintenanceOptions, maintain_table
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import builtin_streams

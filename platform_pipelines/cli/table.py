@@ -49,7 +49,7 @@ def files_cmd() -> None:
     """Every table's live files, bytes and average file size, read from its Delta log (no
     Spark), with the files_healthy check's verdict and, when it is not passing, what to do."""
     from platform_pipelines.lakehouse.delta import Lakehouse
-    from platform_pipelines.lakehouse.vacuum import table_files
+    from platform_pipelines.lakehouse.table_files import table_files
     from platform_pipelines.runtime.maintainer import files_verdict, table_layers
     from platform_pipelines.streams.catalog import load_registry
 

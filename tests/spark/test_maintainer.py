@@ -16,9 +16,10 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from platform_pipelines.lakehouse.compaction import compact
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import added_files, commit_file, latest_version
-from platform_pipelines.lakehouse.vacuum import compact, data_files, table_files
+from platform_pipelines.lakehouse.table_files import data_files, table_files
 from platform_pipelines.runtime.maintainer import MaintenanceOptions, maintain_table
 from platform_pipelines.streams.builtin import builtin_streams
 from tests.integration.events import U1_SHOPPING, U2_BROWSING, U3_MUCH_LATER
