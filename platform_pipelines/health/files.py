@@ -4,7 +4,7 @@ Every micro-batch of a stream adds files to its tables (one per Kafka or shuffle
 rows), so a table written every 10 s gains thousands of small files a day; every query opens
 all of them, and a new reader first loads a log that lists them. The judgement takes the live
 file count and bytes of the table's newest version (read from its Delta log by the caller) and
-names the remedy: the table maintenance job, which compacts them (``runtime.maintenance``).
+names the remedy: the table maintenance job, which compacts them (``runtime.maintainer``).
 """
 
 from __future__ import annotations
