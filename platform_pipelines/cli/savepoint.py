@@ -59,7 +59,7 @@ def create_cmd(stream: str, name: str | None) -> None:
     """Save stream STREAM (stopped) as a savepoint: a copy of its checkpoint up to its last
     committed batch, and the Delta version of every table it writes. No Spark is started."""
     from platform_pipelines.core.times import from_ms
-    from platform_pipelines.runtime.savepoints import create_savepoint
+    from platform_pipelines.runtime.savepoint_create import create_savepoint
 
     target = _stream_of(_registry(), stream)
     with console.status(f"Saving {stream}..."):
@@ -114,7 +114,8 @@ def restore_cmd(stream: str, name: str | None, yes: bool) -> None:
     with Delta RESTORE, and its rows written since are deleted from the shared tables
     (late_events, stream_ledger, quarantine). Start the stream afterwards (with the fix) to
     recompute what came after."""
-    from platform_pipelines.runtime.savepoints import find_savepoint, restore_savepoint
+    from platform_pipelines.runtime.savepoint_restore import restore_savepoint
+    from platform_pipelines.runtime.savepoints import find_savepoint
 
     registry = _registry()
     target, lake = _stream_of(registry, stream), _lakehouse()

@@ -1,6 +1,6 @@
 """Savepoints from the Dagster UI: ``savepoint_create`` before a risky deploy, ``savepoint_restore``
-to go back (``runtime.savepoints``). Both need the stream stopped (its checkpoint lock); a
-refusal fails the run with the reason and what to do."""
+to go back (``runtime.savepoint_create``, ``runtime.savepoint_restore``). Both need the stream
+stopped (its checkpoint lock); a refusal fails the run with the reason and what to do."""
 
 from collections.abc import Sequence
 
@@ -9,11 +9,9 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingResource
 from platform_pipelines.lakehouse.savepoint_manifest import Manifest, savepoint_name_problem
-from platform_pipelines.runtime.savepoints import (
-    SavepointRefused,
-    create_savepoint,
-    restore_savepoint,
-)
+from platform_pipelines.runtime.savepoint_create import create_savepoint
+from platform_pipelines.runtime.savepoint_restore import restore_savepoint
+from platform_pipelines.runtime.savepoints import SavepointRefused
 from platform_pipelines.settings import PlatformSettings
 from platform_pipelines.streams.declare import Stream, asset_key
 

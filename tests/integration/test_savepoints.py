@@ -20,11 +20,9 @@ from platform_pipelines.lakehouse.delta_log import last_written_batch
 from platform_pipelines.lakehouse.savepoint_manifest import Manifest
 from platform_pipelines.lakehouse.savepoint_tables import rows_after
 from platform_pipelines.runtime.runner import RunOptions, run_streams
-from platform_pipelines.runtime.savepoints import (
-    SavepointRefused,
-    create_savepoint,
-    restore_savepoint,
-)
+from platform_pipelines.runtime.savepoint_create import create_savepoint
+from platform_pipelines.runtime.savepoint_restore import restore_savepoint
+from platform_pipelines.runtime.savepoints import SavepointRefused
 from platform_pipelines.state.keyed import Clock, Event, State, Step
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream

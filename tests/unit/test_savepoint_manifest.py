@@ -23,13 +23,13 @@ from platform_pipelines.lakehouse.savepoint_manifest import (
     version_at_batch,
 )
 from platform_pipelines.runtime.lock import CheckpointLocks, locked_streams
+from platform_pipelines.runtime.savepoint_create import create_savepoint
+from platform_pipelines.runtime.savepoint_restore import restore_savepoint
 from platform_pipelines.runtime.savepoints import (
     SavepointRefused,
-    create_savepoint,
     find_savepoint,
     list_savepoints,
     restore_pending,
-    restore_savepoint,
 )
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from user_streams.running_count import STREAMS
