@@ -59,7 +59,9 @@ def reprocess(
     The rebuild runs while the streams run; the switch needs them stopped (cancel their runs)."""
     from platform_pipelines.lakehouse.delta import Lakehouse
     from platform_pipelines.runtime.lock import CheckpointBusyError
-    from platform_pipelines.runtime.reprocess import load_plan, plan_reprocess, rebuild, switch
+    from platform_pipelines.runtime.reprocess import load_plan, plan_reprocess
+    from platform_pipelines.runtime.reprocess_rebuild import rebuild
+    from platform_pipelines.runtime.reprocess_switch import switch
     from platform_pipelines.settings import get_settings
     from platform_pipelines.spark.session import SparkOptions, build_spark_session
     from platform_pipelines.streams.catalog import load_registry

@@ -13,13 +13,9 @@ from platform_pipelines.defs.resources import (
     SparkStreamingResource,
 )
 from platform_pipelines.runtime.lock import CheckpointBusyError
-from platform_pipelines.runtime.reprocess import (
-    ReprocessRefused,
-    load_plan,
-    plan_reprocess,
-    rebuild,
-    switch,
-)
+from platform_pipelines.runtime.reprocess import ReprocessRefused, load_plan, plan_reprocess
+from platform_pipelines.runtime.reprocess_rebuild import rebuild
+from platform_pipelines.runtime.reprocess_switch import switch
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.registry import StreamRegistry
 

@@ -12,7 +12,9 @@ from pyspark import cloudpickle
 
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.reprocess import plan_reprocess, rebuild, switch
+from platform_pipelines.runtime.reprocess import plan_reprocess
+from platform_pipelines.runtime.reprocess_rebuild import rebuild
+from platform_pipelines.runtime.reprocess_switch import switch
 from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.settings import PlatformSettings
 from platform_pipelines.state.keyed import Step
