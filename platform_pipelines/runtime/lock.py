@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 LOCK_FILE = ".platform.lock"
-# Written into a checkpoint that a rebuild replaced (``runtime.reprocess``): a run that found the
+# Written into a checkpoint that a rebuild replaced (``runtime.reprocess_switch``): a run that found the
 # old folder before the switch is refused when it takes the lock, instead of running on it.
 RETIRED_FILE = "_retired"
 DATABASE_VARIABLE = "PLATFORM_LOCK_DATABASE_URL"
