@@ -1,11 +1,12 @@
 """Turning a declared stream into an unstarted Spark query (the runner adds checkpoint, trigger
 and query name).
 
-- An ``IngestStream`` reads its Kafka topic and writes through an ``IngestWriter``.
+- An ``IngestStream`` reads its Kafka topic and writes through an ``IngestWriter``
+  (``streams.ingest_writer``).
 - A ``StatefulStream`` reads its upstream Delta table in whole versions (or, with
   ``reads="kafka"``, its Kafka topic, parsed and validated as bronze does, good records only),
   adds the watermark (``streams.watermark``), applies its logic and writes through a
-  ``StageWriter``.
+  ``StageWriter`` (``streams.stage_writer``).
 
 Batch sizes: a catch-up read of Kafka takes at most ``max_offsets_per_trigger`` records per batch;
 a continuous read takes everything new in every partition, because a per-trigger limit reads the
@@ -30,9 +31,11 @@ from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, read_plan, re
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
 from platform_pipelines.streams.bronze import RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
+from platform_pipelines.streams.ingest_writer import IngestWriter
 from platform_pipelines.streams.kafka_input import KafkaInput, observed_input, offsets_option
 from platform_pipelines.streams.keyed import apply_keyed_logic
-from platform_pipelines.streams.sink import BatchCounts, IngestWriter, StageWriter, Target
+from platform_pipelines.streams.sink import BatchCounts, Target
+from platform_pipelines.streams.stage_writer import StageWriter
 from platform_pipelines.streams.validate import DeclarationError
 from platform_pipelines.streams.watermark import with_watermark
 

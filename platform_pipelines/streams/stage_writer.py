@@ -1,0 +1,86 @@
+"""The ``foreachBatch`` of a stateful stream: its output, its late rows and its ledger row.
+
+The operator's output is appended, or upserted by key in update mode; the rows its watermark
+refused are found again and put into ``late_events`` (``streams.late_rows``).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from platform_pipelines.lakehouse.checkpoints import BatchClock, StartPlan, batch_clock
+from platform_pipelines.lakehouse.delta import Lakehouse, upsert_exactly_once
+from platform_pipelines.spark.together import run_together
+from platform_pipelines.streams.declare import StatefulStream
+from platform_pipelines.streams.kafka_input import KafkaInput
+from platform_pipelines.streams.late_rows import LateRows
+from platform_pipelines.streams.sink import BatchCounts, Target
+
+
+class StageWriter:
+    """The ``foreachBatch`` of a stateful stream: output, late rows and the ledger."""
+
+    def __init__(
+        self,
+        stream: StatefulStream,
+        target: Target,
+        upstream: Lakehouse,
+        plan: StartPlan | None = None,
+        drops_late: bool = True,
+        kafka: KafkaInput | None = None,
+    ) -> None:
+        self._stream = stream
+        self._kafka = kafka  # the stream reads Kafka itself (``reads="kafka"``)
+        self._target = target
+        self._guard_until_ms = plan.guard_until_ms if plan else 0
+        self._columns = stream.output.fieldNames()
+        self._late = LateRows(
+            stream,
+            target,
+            upstream.table(stream.source_table),
+            plan.starting_version if plan else 0,
+            # Does the operator drop rows behind the watermark (to be found and kept)?
+            finds_late=stream.watermark is not None and drops_late,
+            kafka=kafka,
+        )
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        clock = batch_clock(self._target.checkpoint, batch_id)
+        output = self._guarded(batch.select(*self._columns), clock).persist()
+        try:
+            rows_out = output.count()
+            counted = self._kafka.counted() if self._kafka is not None else None
+
+            def late_rows_and_ledger() -> None:
+                rows_in, rows_late, bad = self._late.find(batch, batch_id, clock, counted)
+                counts = BatchCounts(rows_in, rows_out, rows_late, rows_quarantined=bad)
+                watermarked = self._stream.watermark is not None
+                self._target.record(batch, batch_id, counts, clock, watermarked)
+
+            # The output's commit overlaps the late rows' and the ledger's; each is idempotent,
+            # so a batch that fails in one of them is replayed and completes the others.
+            run_together(
+                *([lambda: self._write_output(output, batch_id, clock)] if rows_out else []),
+                late_rows_and_ledger,
+            )
+        finally:
+            output.unpersist()
+
+    def _guarded(self, output: DataFrame, clock: BatchClock) -> DataFrame:
+        """After a replay started (``StartPlan``), rows the table already holds are dropped until
+        the watermark passes the plan's guard."""
+        key = self._stream.unique_key
+        if key is None or clock.late_until_ms >= self._guard_until_ms:
+            return output
+        existing = output.sparkSession.read.format("delta").load(
+            str(self._target.lakehouse.table(self._stream.table))
+        )
+        return output.join(existing.select(key), on=key, how="left_anti").select(*self._columns)
+
+    def _write_output(self, output: DataFrame, batch_id: int, clock: BatchClock) -> None:
+        table, app = self._stream.table, self._target.app_id(self._stream.table)
+        if self._stream.output_mode == "update":
+            path = self._target.lakehouse.table(table)
+            upsert_exactly_once(output, path, self._stream.keys, app, batch_id, clock.timestamp_ms)
+        else:
+            self._target.append(output, table, app, batch_id, clock)
