@@ -51,7 +51,8 @@ def show(stream_name: str, key: str | None, top: int, as_json: bool) -> None:
     from pyspark.sql import SparkSession
 
     from platform_pipelines.lakehouse.delta import Lakehouse
-    from platform_pipelines.lakehouse.state_reader import committed_batch, read_state
+    from platform_pipelines.lakehouse.state_reader import read_state
+    from platform_pipelines.lakehouse.state_source import committed_batch
     from platform_pipelines.settings import get_settings
     from platform_pipelines.spark.session import SparkOptions, build_spark_session
     from platform_pipelines.streams.catalog import load_registry

@@ -13,12 +13,8 @@ from platform_pipelines.defs.assets import column_schema
 from platform_pipelines.defs.jobs import FAILURE_TAG
 from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingResource
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.lakehouse.state_reader import (
-    SNAPSHOT,
-    SNAPSHOT_TABLE,
-    StateUnavailable,
-    write_snapshot,
-)
+from platform_pipelines.lakehouse.state_snapshots import SNAPSHOT, SNAPSHOT_TABLE, write_snapshot
+from platform_pipelines.lakehouse.state_source import StateUnavailable
 from platform_pipelines.settings import PlatformSettings
 from platform_pipelines.streams.declare import StatefulStream, Stream, asset_key
 

@@ -12,7 +12,7 @@ from platform_pipelines.definitions import build_definitions
 from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingResource
 from platform_pipelines.defs.state import JOB, StateSnapshotConfig, state_definitions
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.lakehouse.state_reader import SNAPSHOT_TABLE
+from platform_pipelines.lakehouse.state_snapshots import SNAPSHOT_TABLE
 from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.builtin import builtin_streams
