@@ -2,7 +2,7 @@
 
 A stream reading a table (``StatefulStream.source_table``) reads the files its upstream's commits
 added after the version its checkpoint recorded, its writer opens them again for late rows
-(``StageWriter._input``), and ``platform stream reset-watermark`` may replay from the oldest batch
+(``LateRows.find`` in ``streams.late_rows``), and ``platform stream reset-watermark`` may replay from the oldest batch
 the checkpoint holds. For every declared reader, on its checkpoint and on any rebuild not switched
 in yet, the oldest version it may read is in its oldest retained ``offsets/<n>``
 (``oldest_read_version``); every file live at that version or added after was replaced after its
