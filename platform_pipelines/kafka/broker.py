@@ -13,21 +13,32 @@ was formatted with, since the SCRAM users are created at format time.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
-import os
-import signal
-import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.jvm import ensure_jars, require_java
+from platform_pipelines.core.local_server import (
+    HOST,
+    free_port,
+    java_errors,
+    launch,
+    live_state,
+    log_lines,
+    pid_runs,
+    port_open,
+    terminate,
+    write_state,
+)
+from platform_pipelines.jvm import require_java
 from platform_pipelines.kafka.admin import wait_for_broker
-from platform_pipelines.kafka.broker_config import LOG4J2, previous_ports, server_properties
+from platform_pipelines.kafka.broker_config import (
+    LOG4J2,
+    java_command,
+    new_cluster_id,
+    previous_ports,
+    server_properties,
+)
 from platform_pipelines.kafka.security import KafkaSecurity
 from platform_pipelines.kafka.tls import (
     CLIENT_USER,
@@ -38,38 +49,13 @@ from platform_pipelines.kafka.tls import (
     write_private,
 )
 
-HOST = "127.0.0.1"
 STATE_FILE = "broker.json"
 LOG_FILE = "broker.log"
+KAFKA_MAIN = b"kafka.Kafka"  # in the command line of every broker process
 
 
 class BrokerError(RuntimeError):
     """The local broker could not start or stop; the message says why and what to do."""
-
-
-def _port_open(port: int, host: str = HOST) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # the pid may have been reused by an unrelated process since broker.json was written
-        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
 
 
 def find_running_broker(data_dir: Path) -> dict[str, Any] | None:
@@ -77,15 +63,7 @@ def find_running_broker(data_dir: Path) -> dict[str, Any] | None:
 
     A file left behind by a dead broker (pid gone or port closed) is removed.
     """
-    state = Path(data_dir) / STATE_FILE
-    try:
-        info: dict[str, Any] = json.loads(state.read_text())
-    except (OSError, ValueError):
-        return None
-    if _pid_alive(int(info["pid"])) and _port_open(int(info["port"])):
-        return info
-    state.unlink(missing_ok=True)
-    return None
+    return live_state(Path(data_dir) / STATE_FILE, _serves)
 
 
 class LocalKafkaBroker:
@@ -164,13 +142,8 @@ class LocalKafkaBroker:
         broker that another process started from the same ``data_dir``."""
         running = find_running_broker(self.data_dir) if self._proc is None else None
         pid = self._proc.pid if self._proc is not None else running and int(running["pid"])
-        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
-            if not pid or self._gone(pid, 0):
-                break
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-            if self._gone(pid, wait_s):
-                break
+        if pid:
+            terminate([pid], self._alive, timeout_s)
         self._proc = None
         (self.data_dir / STATE_FILE).unlink(missing_ok=True)
 
@@ -189,11 +162,11 @@ class LocalKafkaBroker:
         previous = previous_ports(self.data_dir / "server.properties")
         # Reusing the last ports keeps the bootstrap address stable across restarts.
         port = self._requested_port or (previous[0] if previous else None)
-        if port is None or (self._requested_port is None and _port_open(port)):
-            port = _free_port()
-        controller = previous[1] if previous and not _port_open(previous[1]) else None
-        while controller is None or controller == port:
-            controller = _free_port()
+        if port is None or (self._requested_port is None and port_open(port)):
+            port = free_port()
+        controller = previous[1] if previous and not port_open(previous[1]) else None
+        if controller is None or controller == port:
+            controller = free_port(taken={port})
         self.port, self.controller_port = port, controller
 
     def _write_config(self) -> Path:
@@ -209,28 +182,13 @@ class LocalKafkaBroker:
         return props
 
     def _java(self, main: str, *args: str) -> list[str]:
-        jars = ensure_jars("kafka-broker")
-        log4j = self.data_dir / "log4j2.properties"
-        # C1 only and the serial GC start the JVM ~40% sooner; a local broker never needs peak JIT.
-        return [
-            "java",
-            "-Xmx512m",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            "-cp",
-            _classpath(jars),
-            f"-Dlog4j2.configurationFile={log4j}",
-            main,
-            *args,
-        ]
+        return java_command(self.data_dir / "log4j2.properties", main, *args)
 
     def _format_once(self, props: Path, timeout_s: float) -> None:
         if (self.data_dir / "logs" / "meta.properties").exists():
             return
-        cluster_id = "-"
-        while cluster_id.startswith("-"):  # the CLI would read it as an option (as Kafka's own)
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
+        tool = ("kafka.tools.StorageTool", "format", "-t", new_cluster_id())
+        cmd = self._java(*tool, "-c", str(props))
         scram = self.secrets.scram_args_file() if self.security == "SASL_SSL" else None
         if scram is not None:  # read by the tool (@file), so no password is on a command line
             cmd.append(f"@{scram}")
@@ -248,15 +206,7 @@ class LocalKafkaBroker:
             )
 
     def _launch(self, props: Path) -> None:
-        with self.log_path.open("ab") as log:
-            self._proc = subprocess.Popen(
-                self._java("kafka.Kafka", str(props)),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.data_dir,
-                start_new_session=True,  # outlives a Ctrl-C in the shell that started it
-            )
+        self._proc = launch(self._java("kafka.Kafka", str(props)), self.log_path, self.data_dir)
 
     def _check(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
@@ -265,12 +215,10 @@ class LocalKafkaBroker:
             raise BrokerError(self._explain(f"exited early with code {code}"))
 
     def _explain(self, what: str) -> str:
-        lines = self.log_path.read_text(errors="replace").splitlines()
-        # A failed broker logs its cause early, then many lines of orderly shutdown.
-        causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by")]
+        lines = log_lines(self.log_path)
         return (
             f"The Kafka broker in {self.data_dir} {what}. Errors in {self.log_path}:\n"
-            + "\n".join(causes[:8])
+            + "\n".join(java_errors(lines))
             + "\nLast lines:\n"
             + "\n".join(lines[-30:])
             + f"\nIf port {self.port} or {self.controller_port} is taken, pass another port; if "
@@ -286,17 +234,14 @@ class LocalKafkaBroker:
         if self.security == "SASL_SSL":  # where the secrets are, never their values
             state["sasl_username"], state["ssl_cafile"] = CLIENT_USER, str(self.secrets.ca_pem)
             state["sasl_password_file"] = str(self.secrets.password_file(CLIENT_USER))
-        (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+        write_state(self.data_dir / STATE_FILE, state)
 
-    def _gone(self, pid: int, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            own = self._proc is not None and self._proc.pid == pid
-            alive = self._proc.poll() is None if own and self._proc else _pid_alive(pid)
-            if not alive or time.monotonic() >= deadline:
-                return not alive
-            time.sleep(0.1)
+    def _alive(self, pid: int) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is None
+        return pid_runs(pid, KAFKA_MAIN)
 
 
-def _classpath(jars: list[Path]) -> str:
-    return str(jars[0].parent / "*")
+def _serves(state: dict[str, Any]) -> bool:
+    """The broker of ``broker.json`` still runs: its process lives and its port answers."""
+    return pid_runs(int(state["pid"]), KAFKA_MAIN) and port_open(int(state["port"]))

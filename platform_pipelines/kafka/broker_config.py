@@ -1,10 +1,14 @@
-"""The local broker's configuration files: ``server.properties`` and ``log4j2.properties``."""
+"""What a local Kafka node is started with: its ``server.properties`` and ``log4j2.properties``,
+the ``java`` command line that reads them, and a new cluster id to format its storage with."""
 
 from __future__ import annotations
 
+import base64
 import re
+import uuid
 from pathlib import Path
 
+from platform_pipelines.jvm import ensure_jars
 from platform_pipelines.kafka.tls import BrokerSecrets
 
 _LISTENERS = re.compile(r"^listeners=\w+://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)$", re.M)
@@ -61,3 +65,30 @@ def previous_ports(props: Path) -> tuple[int, int] | None:
     """The (client, controller) ports of an existing ``server.properties``, else None."""
     match = _LISTENERS.search(props.read_text()) if props.exists() else None
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def java_command(log4j: Path, main: str, *args: str) -> list[str]:
+    """``java`` running ``main`` (``kafka.Kafka``, ``kafka.tools.StorageTool``) of the broker's
+    jars with ``args``, logging as the ``log4j2.properties`` at ``log4j`` says."""
+    jars = ensure_jars("kafka-broker")
+    # C1 only and the serial GC start the JVM ~40% sooner; a local broker never needs peak JIT.
+    return [
+        "java",
+        "-Xmx512m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-cp",
+        str(jars[0].parent / "*"),
+        f"-Dlog4j2.configurationFile={log4j}",
+        main,
+        *args,
+    ]
+
+
+def new_cluster_id() -> str:
+    """A random cluster id for ``StorageTool format -t`` (URL-safe base64 of a UUID, as Kafka's
+    own ``random-uuid``)."""
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # the tool would read it as an option (as Kafka's own)
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return cluster_id

@@ -1,75 +1,41 @@
 """A local replicated Kafka cluster: ``nodes`` KRaft nodes (broker + controller in each JVM) on
-loopback, from the same jars and configuration as the single broker (``kafka.broker``).
+loopback, from the same jars and configuration as the single broker (``kafka.broker``): starting,
+restarting, killing and stopping its nodes, and finding them from another process.
 
 ``data_dir`` holds ``cluster.id`` (formatted into every node), one ``node-<id>/`` per node
-(``server.properties``, ``log4j2.properties``, ``logs/``, ``broker.log``) and, while a node runs,
-``cluster.json`` (pids, ports, bootstrap servers) for other processes such as the CLI.
-
-The nodes share one static voter set (``controller.quorum.voters``): a node restarted alone comes
-back on its own ports, while a start of the whole cluster may choose new ones. The replication
-defaults suit the size: with 3 nodes every topic gets 3 replicas and ``min.insync.replicas=2``, so
-producers with ``acks=all`` go on while one node is down. PLAINTEXT only.
+(``server.properties``, ``log4j2.properties``, ``logs/``, ``broker.log``; see ``cluster_config``)
+and, while a node runs, ``cluster.json`` (pids, ports, bootstrap servers) for other processes such
+as the CLI.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
 import os
 import signal
 import subprocess
 import time
-import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from platform_pipelines.jvm import ensure_jars, require_java
-from platform_pipelines.kafka.broker import (
+from platform_pipelines.core.local_server import (
     HOST,
-    LOG_FILE,
-    BrokerError,
-    _classpath,
-    _free_port,
-    _pid_alive,
-    _port_open,
+    java_errors,
+    launch,
+    log_lines,
+    pid_runs,
+    port_open,
+    read_state,
+    terminate,
+    wait_gone,
+    write_state,
 )
-from platform_pipelines.kafka.broker_config import LOG4J2, previous_ports, server_properties
-from platform_pipelines.kafka.replication import not_serving, replication_settings
+from platform_pipelines.jvm import require_java
+from platform_pipelines.kafka.broker import KAFKA_MAIN, LOG_FILE, BrokerError
+from platform_pipelines.kafka.broker_config import java_command
+from platform_pipelines.kafka.cluster_config import choose_ports, cluster_id, write_node_files
+from platform_pipelines.kafka.replication import not_serving
 
 STATE_FILE = "cluster.json"
-ID_FILE = "cluster.id"
-# The active controller fences a broker that missed heartbeats this long, then moves leadership
-# and shrinks the ISR of its partitions: 6 s instead of Kafka's 9 s for a local cluster.
-FAILOVER = {"broker.heartbeat.interval.ms": "1000", "broker.session.timeout.ms": "6000"}
-
-
-def node_properties(node_dir: Path, node: int, ports: Mapping[int, tuple[int, int]]) -> str:
-    """The single broker's ``server.properties`` with this node's id, the voter set of every
-    node's ``(client port, controller port)`` and the cluster's replication defaults."""
-    client, controller = ports[node]
-    voters = ",".join(f"{n}@{HOST}:{c}" for n, (_, c) in sorted(ports.items()))
-    overrides = {"node.id": str(node), "controller.quorum.voters": voters}
-    overrides |= replication_settings(len(ports)) | FAILOVER
-    return _override(server_properties(node_dir, HOST, client, controller, None), overrides)
-
-
-def _override(properties: str, overrides: Mapping[str, str]) -> str:
-    lines, done = [], set()
-    for line in properties.splitlines():
-        key = line.partition("=")[0]
-        lines.append(f"{key}={overrides[key]}" if key in overrides else line)
-        done.add(key)
-    lines += [f"{key}={value}" for key, value in overrides.items() if key not in done]
-    return "\n".join(lines) + "\n"
-
-
-def _read_state(data_dir: Path) -> dict[str, Any]:
-    try:
-        return dict(json.loads((data_dir / STATE_FILE).read_text()))
-    except (OSError, ValueError):
-        return {}
 
 
 class LocalKafkaCluster:
@@ -92,6 +58,7 @@ class LocalKafkaCluster:
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def node_dir(self, node: int) -> Path:
+        """Node ``node``'s folder: its configuration, storage (``logs/``) and output."""
         return self.data_dir / f"node-{node}"
 
     def log_path(self, node: int) -> Path:
@@ -111,8 +78,8 @@ class LocalKafkaCluster:
         proc = self._procs.get(node)
         if proc is not None:
             return proc.pid if proc.poll() is None else None
-        recorded = _read_state(self.data_dir).get("nodes", {}).get(str(node), {}).get("pid")
-        return int(recorded) if recorded and _pid_alive(int(recorded)) else None
+        recorded = self._state().get("nodes", {}).get(str(node), {}).get("pid")
+        return int(recorded) if recorded and pid_runs(int(recorded), KAFKA_MAIN) else None
 
     def running(self) -> tuple[int, ...]:
         """The ids of the nodes whose process runs."""
@@ -140,7 +107,8 @@ class LocalKafkaCluster:
         if pid is None:
             raise BrokerError(f"Node {node} of the cluster in {self.data_dir} is not running.")
         os.kill(pid, signal.SIGKILL)
-        self._wait_gone([node], 10)
+        if wait_gone([pid], self._alive, 10):
+            self._procs.pop(node, None)
         self._write_state()
 
     def stop(self, timeout_s: float = 30) -> None:
@@ -164,12 +132,11 @@ class LocalKafkaCluster:
                 "start it with that many, or delete the folder (drops its topics) "
                 "to make a new cluster."
             )
-        self.ports = self._choose_ports(fixed=[n for n in self.node_ids if n not in nodes])
-        for node, folder in ((n, self.node_dir(n)) for n in nodes):
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "server.properties").write_text(node_properties(folder, node, self.ports))
-            (folder / "log4j2.properties").write_text(LOG4J2)
-        self._format(nodes, self._cluster_id(), timeout_s)
+        node_dirs = {n: self.node_dir(n) for n in self.node_ids}
+        self.ports = choose_ports(node_dirs, fixed=[n for n in self.node_ids if n not in nodes])
+        for node in nodes:
+            write_node_files(self.node_dir(node), node, self.ports)
+        self._format(nodes, cluster_id(self.data_dir), timeout_s)
         try:
             for node in nodes:
                 self._launch(node)
@@ -184,62 +151,20 @@ class LocalKafkaCluster:
     def _formatted(self) -> list[Path]:
         return sorted(self.data_dir.glob("node-*/logs/meta.properties"))
 
-    def _choose_ports(self, fixed: list[int]) -> dict[int, tuple[int, int]]:
-        """Every node's last ports if free; when ``fixed`` nodes run, they hold the voter set and
-        the others must come back on their last ports."""
-        ports: dict[int, tuple[int, int]] = {}
-        for node in (*fixed, *(n for n in self.node_ids if n not in fixed)):
-            prev = previous_ports(self.node_dir(node) / "server.properties")
-            if node in fixed and prev is not None:
-                ports[node] = prev
-                continue
-            if fixed and (prev is None or any(_port_open(p) for p in prev)):
-                raise BrokerError(
-                    f"Node {node} must come back on ports {prev} (the running nodes know it "
-                    "there), but another process holds them: stop the cluster "
-                    "(`platform kafka cluster stop`) and start it again to choose new ports."
-                )
-            taken = {p for pair in ports.values() for p in pair}
-            if prev is None or any(_port_open(p) or p in taken for p in prev):
-                client = _fresh_port(taken)
-                prev = (client, _fresh_port(taken | {client}))
-            ports[node] = prev
-        return dict(sorted(ports.items()))
+    def _state(self) -> dict[str, Any]:
+        return read_state(self.data_dir / STATE_FILE) or {}
 
     def _recorded_ports(self) -> dict[int, tuple[int, int]]:
-        nodes = _read_state(self.data_dir).get("nodes", {})
+        nodes = self._state().get("nodes", {})
         return {int(n): (int(v["port"]), int(v["controller_port"])) for n, v in nodes.items()}
 
-    def _cluster_id(self) -> str:
-        path = self.data_dir / ID_FILE
-        if path.exists():
-            return path.read_text().strip()
-        cluster_id = "-"
-        while cluster_id.startswith("-"):  # StorageTool would read it as an option
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        path.write_text(cluster_id + "\n")
-        return cluster_id
-
     def _java(self, node: int, main: str, *args: str) -> list[str]:
-        jars = ensure_jars("kafka-broker")
-        log4j = self.node_dir(node) / "log4j2.properties"
-        # As the single broker: C1 and the serial GC start the JVM sooner.
-        return [
-            "java",
-            "-Xmx512m",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            "-cp",
-            _classpath(jars),
-            f"-Dlog4j2.configurationFile={log4j}",
-            main,
-            *args,
-        ]
+        return java_command(self.node_dir(node) / "log4j2.properties", main, *args)
 
-    def _format(self, nodes: list[int], cluster_id: str, timeout_s: float) -> None:
+    def _format(self, nodes: list[int], cluster: str, timeout_s: float) -> None:
         todo = [n for n in nodes if not (self.node_dir(n) / "logs" / "meta.properties").exists()]
         props = {n: str(self.node_dir(n) / "server.properties") for n in todo}
-        tool = ("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c")
+        tool = ("kafka.tools.StorageTool", "format", "-t", cluster, "-c")
         procs = {
             n: subprocess.Popen(
                 self._java(n, *tool, props[n]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -256,15 +181,8 @@ class LocalKafkaCluster:
                 )
 
     def _launch(self, node: int) -> None:
-        with self.log_path(node).open("ab") as log:
-            self._procs[node] = subprocess.Popen(
-                self._java(node, "kafka.Kafka", str(self.node_dir(node) / "server.properties")),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.node_dir(node),
-                start_new_session=True,
-            )
+        cmd = self._java(node, "kafka.Kafka", str(self.node_dir(node) / "server.properties"))
+        self._procs[node] = launch(cmd, self.log_path(node), self.node_dir(node))
 
     def _wait_serving(self, nodes: list[int], deadline: float, timeout_s: float) -> None:
         while True:
@@ -282,19 +200,18 @@ class LocalKafkaCluster:
 
     def _not_serving(self, nodes: list[int]) -> str | None:
         """What is still missing before ``nodes`` serve in the cluster, or None."""
-        closed = [n for n in nodes if not _port_open(self.ports[n][0])]
+        closed = [n for n in nodes if not port_open(self.ports[n][0])]
         if closed:
             return f"node {', '.join(map(str, closed))} does not listen yet"
         return not_serving(self.bootstrap_servers, nodes)
 
     def _explain(self, node: int, what: str) -> str:
-        lines = self.log_path(node).read_text(errors="replace").splitlines()
-        causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by")]
+        lines = log_lines(self.log_path(node))
         return "\n".join(
             [
                 f"Node {node} of the Kafka cluster in {self.data_dir} {what}. Errors in "
                 f"{self.log_path(node)}:",
-                *causes[:8],
+                *java_errors(lines),
                 "Last lines:",
                 *lines[-30:],
                 f"If one of ports {self.ports.get(node)} is taken, stop what holds it; "
@@ -304,25 +221,17 @@ class LocalKafkaCluster:
         )
 
     def _terminate(self, nodes: list[int], timeout_s: float) -> None:
-        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+        pids = [pid for pid in map(self.pid, nodes) if pid is not None]
+        if terminate(pids, self._alive, timeout_s):
             for node in nodes:
-                pid = self.pid(node)
-                if pid is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, sig)
-            if self._wait_gone(nodes, wait_s):
-                break
+                self._procs.pop(node, None)
         self._write_state()
 
-    def _wait_gone(self, nodes: list[int], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while any(self.pid(n) is not None for n in nodes):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.1)
-        for node in nodes:
-            self._procs.pop(node, None)
-        return True
+    def _alive(self, pid: int) -> bool:
+        for proc in self._procs.values():
+            if proc.pid == pid:
+                return proc.poll() is None
+        return pid_runs(pid, KAFKA_MAIN)
 
     def _write_state(self) -> None:
         pids = {n: self.pid(n) for n in self.node_ids}
@@ -342,14 +251,7 @@ class LocalKafkaCluster:
         state = {
             "bootstrap_servers": self.bootstrap_servers,
             "data_dir": str(self.data_dir),
-            "cluster_id": self._cluster_id(),
+            "cluster_id": cluster_id(self.data_dir),
             "nodes": nodes,
         }
-        (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
-
-
-def _fresh_port(taken: set[int]) -> int:
-    port = _free_port()
-    while port in taken:
-        port = _free_port()
-    return port
+        write_state(self.data_dir / STATE_FILE, state)
