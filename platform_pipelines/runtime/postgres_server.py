@@ -1,93 +1,48 @@
-"""A local PostgreSQL server for Dagster's storage (development and tests), from the PostgreSQL
-binaries the system has (Debian: ``apt-get install postgresql``).
+"""A local PostgreSQL server for Dagster's storage (development and tests): its folder, and
+starting, finding and stopping it.
 
 Everything lives in ``folder`` (``.local/postgres`` for the CLI): the cluster in ``data/`` (created
 by ``initdb`` on the first start and kept), its log ``postgres.log``, the superuser's password
 ``password`` (0600, generated once) and, while it runs, ``postgres.json`` (port, pid, user) so other
 processes find it. The server listens on 127.0.0.1 only (TCP, no Unix socket), with password
-authentication (SCRAM). PostgreSQL refuses to run as root: under root, ``folder`` belongs to the
-``postgres`` user the package creates and every server command runs as that user.
+authentication (SCRAM); under root, ``folder`` belongs to the ``postgres`` user that runs it
+(``postgres_programs``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import pwd
 import re
 import secrets
-import shlex
 import shutil
-import socket
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-HOST = "127.0.0.1"
-USER = "dagster"
+from platform_pipelines.core.local_server import (
+    HOST,
+    free_port,
+    live_state,
+    log_lines,
+    pid_runs,
+    port_open,
+    write_state,
+)
+from platform_pipelines.runtime.postgres_client import PgConnection, psql
+from platform_pipelines.runtime.postgres_programs import (
+    SERVER_USER,
+    USER,
+    PostgresError,
+    as_server_user,
+    find_bin_dir,
+    initdb_command,
+    server_account,
+    server_options,
+)
+
 DATABASE = "dagster"
-SERVER_USER = "postgres"  # who runs the server when we are root (created by Debian's package)
 STATE_FILE = "postgres.json"
-INSTALL = "apt-get update && apt-get install -y postgresql"
-TOOLS = ("initdb", "pg_ctl", "postgres", "psql")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-class PostgresError(RuntimeError):
-    """The local PostgreSQL could not be found, started or stopped; the message says what to do."""
-
-
-def find_bin_dir() -> Path:
-    """The folder holding ``initdb``, ``pg_ctl``, ``postgres`` and ``psql``: the one of ``pg_ctl``
-    on PATH, else Debian's newest ``/usr/lib/postgresql/<version>/bin``."""
-    candidates = []
-    on_path = shutil.which("pg_ctl")
-    if on_path:
-        candidates.append(Path(on_path).resolve().parent)
-    debian = Path("/usr/lib/postgresql")
-    versions = (
-        [p for p in debian.glob("*/bin") if p.parent.name.isdigit()] if debian.is_dir() else []
-    )
-    candidates += sorted(versions, key=lambda p: int(p.parent.name), reverse=True)
-    for folder in candidates:
-        if all(os.access(folder / tool, os.X_OK) for tool in TOOLS):
-            return folder
-    raise PostgresError(
-        "The PostgreSQL server binaries (initdb, pg_ctl, postgres) are not installed: neither "
-        "pg_ctl on PATH nor /usr/lib/postgresql/<version>/bin has them. Install them once (Debian "
-        f"or Ubuntu, as root): {INSTALL}   (or run `make system-deps`), then try again."
-    )
-
-
-@dataclass(frozen=True)
-class PgConnection:
-    """What a client needs to reach one database of the server."""
-
-    host: str
-    port: int
-    user: str
-    password: str
-    database: str
-
-    def dagster_env(self) -> dict[str, str]:
-        """The variables ``dagster_home/dagster-postgres.yaml`` reads."""
-        return {
-            "DAGSTER_PG_HOST": self.host,
-            "DAGSTER_PG_PORT": str(self.port),
-            "DAGSTER_PG_USERNAME": self.user,
-            "DAGSTER_PG_PASSWORD": self.password,
-            "DAGSTER_PG_DB": self.database,
-        }
-
-    @property
-    def url(self) -> str:
-        """``postgresql://user:password@host:port/database`` (``PLATFORM_LOCK_DATABASE_URL``)."""
-        return (
-            f"postgresql://{quote(self.user)}:{quote(self.password, safe='')}@{self.host}:"
-            f"{self.port}/{quote(self.database)}"
-        )
 
 
 class LocalPostgres:
@@ -105,15 +60,7 @@ class LocalPostgres:
 
     def running(self) -> dict[str, Any] | None:
         """``postgres.json`` of the live server of this folder, else None (a stale file is removed)."""
-        state = self.folder / STATE_FILE
-        try:
-            info: dict[str, Any] = json.loads(state.read_text())
-        except (OSError, ValueError):
-            return None
-        if _postmaster_alive(int(info["pid"])) and _port_open(int(info["port"])):
-            return info
-        state.unlink(missing_ok=True)
-        return None
+        return live_state(self.folder / STATE_FILE, _serves)
 
     def connection(self, database: str = DATABASE) -> PgConnection:
         """How to reach ``database`` on the running server."""
@@ -129,14 +76,7 @@ class LocalPostgres:
     def export_lines(self, database: str = DATABASE) -> list[str]:
         """Shell lines for ``dagster-postgres.yaml``; the password is read from its file when the
         shell runs them, never printed."""
-        conn = self.connection(database)
-        return [
-            f"export DAGSTER_PG_HOST={conn.host}",
-            f"export DAGSTER_PG_PORT={conn.port}",
-            f"export DAGSTER_PG_USERNAME={conn.user}",
-            f'export DAGSTER_PG_PASSWORD="$(cat {shlex.quote(str(self.password_file))})"',
-            f"export DAGSTER_PG_DB={shlex.quote(conn.database)}",
-        ]
+        return self.connection(database).shell_exports(self.password_file)
 
     def start(self, timeout_s: float = 60) -> PgConnection:
         """Create the cluster if new, start it, wait until it answers, create the ``dagster``
@@ -157,7 +97,7 @@ class LocalPostgres:
                 "-l",
                 str(self.log_path),
                 "-o",
-                self._server_options(port),
+                server_options(port, self.durable),
             )
             self._write_state(port)
         self.create_database(DATABASE)
@@ -168,7 +108,7 @@ class LocalPostgres:
         stays in ``folder`` for the next start."""
         was_running = self.running() is not None
         pid = self._postmaster_pid()
-        if pid is not None and _postmaster_alive(pid):
+        if pid is not None and pid_runs(pid, b"postgres"):
             self._pg_ctl(
                 find_bin_dir(), timeout_s, "stop", "-m", "fast", "-w", "-t", str(int(timeout_s))
             )
@@ -187,40 +127,15 @@ class LocalPostgres:
 
     def sql(self, database: str, statement: str) -> list[list[str]]:
         """Run one SQL statement with ``psql`` on ``database``; its rows as lists of strings."""
-        conn = self.connection(database)
-        cmd = [
-            str(find_bin_dir() / "psql"),
-            "-X",
-            "-q",
-            "-tA",
-            "-F",
-            "\t",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            conn.host,
-            "-p",
-            str(conn.port),
-            "-U",
-            conn.user,
-            "-d",
-            database,
-            "-c",
-            statement,
-        ]
-        env = {**os.environ, "PGPASSWORD": conn.password, "PGCONNECT_TIMEOUT": "10"}
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
-        if done.returncode != 0:
-            raise PostgresError(f"psql on {database} failed: {done.stderr.strip()} ({statement})")
-        return [line.split("\t") for line in done.stdout.splitlines() if line]
+        return psql(self.connection(database), statement)
 
     def _prepare_folder(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        owner = _server_account()
+        owner = server_account()
         if owner is not None:
             os.chown(self.folder, owner.pw_uid, owner.pw_gid)
             probe = subprocess.run(
-                ["test", "-w", str(self.folder)], check=False, **_as_server_user(owner)
+                ["test", "-w", str(self.folder)], check=False, **as_server_user(owner)
             )
             if probe.returncode != 0:
                 raise PostgresError(
@@ -242,18 +157,7 @@ class LocalPostgres:
             os.chown(self.password_file, owner.pw_uid, owner.pw_gid)
 
     def _initdb(self, bin_dir: Path, timeout_s: float) -> None:
-        cmd = [
-            str(bin_dir / "initdb"),
-            "-D",
-            str(self.data_dir),
-            "-U",
-            USER,
-            f"--pwfile={self.password_file}",
-            "--auth=scram-sha-256",
-            "--encoding=UTF8",
-            "--no-locale",
-            *([] if self.durable else ["--no-sync"]),
-        ]
+        cmd = initdb_command(bin_dir, self.data_dir, self.password_file, self.durable)
         done = self._run(cmd, timeout_s)
         if done.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)  # a half-made cluster never starts
@@ -261,26 +165,6 @@ class LocalPostgres:
                 f"initdb failed for {self.data_dir}:\n{done.stdout}{done.stderr}\n"
                 "Fix the cause above and start again."
             )
-
-    def _server_options(self, port: int) -> str:
-        options = [
-            "-c",
-            f"listen_addresses={HOST}",
-            "-p",
-            str(port),
-            "-c",
-            "unix_socket_directories=",
-        ]
-        if not self.durable:
-            options += [
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ]
-        return " ".join(shlex.quote(option) for option in options)
 
     def _pg_ctl(self, bin_dir: Path, timeout_s: float, *args: str) -> None:
         done = self._run([str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], timeout_s + 10)
@@ -294,7 +178,7 @@ class LocalPostgres:
 
     def _run(self, cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "LC_ALL": "C"}
-        kwargs = _as_server_user(_server_account())
+        kwargs = as_server_user(server_account())
         try:
             return subprocess.run(
                 cmd,
@@ -316,11 +200,9 @@ class LocalPostgres:
         previous = self._previous_port()
         if self._port is not None:
             return self._port
-        if previous is not None and not _port_open(previous):
+        if previous is not None and not port_open(previous):
             return previous  # a stable address across restarts
-        with socket.socket() as sock:
-            sock.bind((HOST, 0))
-            return int(sock.getsockname()[1])
+        return free_port()
 
     def _previous_port(self) -> int | None:
         try:
@@ -337,7 +219,7 @@ class LocalPostgres:
             "data_dir": str(self.data_dir),
             "log": str(self.log_path),
         }
-        (self.folder / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+        write_state(self.folder / STATE_FILE, state)
         (self.folder / "last_port").write_text(f"{port}\n")
 
     def _postmaster_pid(self) -> int | None:
@@ -347,46 +229,9 @@ class LocalPostgres:
             return None
 
     def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log yet)"
+        return "\n".join(log_lines(self.log_path)[-lines:]) or "(no log yet)"
 
 
-def _server_account() -> pwd.struct_passwd | None:
-    """The account the server runs as when we are root; None when we are not."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        return pwd.getpwnam(SERVER_USER)
-    except KeyError:
-        raise PostgresError(
-            f"PostgreSQL refuses to run as root, and there is no `{SERVER_USER}` user to run it "
-            f"as. Install the server package (it creates that user): {INSTALL}; or run as a "
-            "regular user."
-        ) from None
-
-
-def _as_server_user(account: pwd.struct_passwd | None) -> dict[str, Any]:
-    if account is None:
-        return {}
-    return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((HOST, port)) == 0
-
-
-def _postmaster_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # the pid may belong to another process by now
-        return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
+def _serves(state: dict[str, Any]) -> bool:
+    """The server of ``postgres.json`` still runs: its postmaster lives and its port answers."""
+    return pid_runs(int(state["pid"]), b"postgres") and port_open(int(state["port"]))
