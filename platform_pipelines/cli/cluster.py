@@ -29,7 +29,7 @@ def _memory(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 
 def _state(info: dict[str, Any]) -> dict[str, Any]:
     """The master's JSON, or a readable error when it does not answer."""
-    from platform_pipelines.spark.cluster import master_state
+    from platform_pipelines.spark.cluster_state import master_state
 
     try:
         return master_state(str(info["webui_url"]))
@@ -74,11 +74,9 @@ def cluster() -> None:
 def cluster_start(workers: int, cores: int, memory: str) -> None:
     """Start a Spark master and WORKERS workers in the background and wait until every worker is
     ALIVE; print the master URL to put in PLATFORM_SPARK_MASTER."""
-    from platform_pipelines.spark.cluster import (
-        ClusterSpec,
-        LocalSparkCluster,
-        find_running_cluster,
-    )
+    from platform_pipelines.spark.cluster import LocalSparkCluster
+    from platform_pipelines.spark.cluster_config import ClusterSpec
+    from platform_pipelines.spark.cluster_state import find_running_cluster
 
     running = find_running_cluster(_cluster_dir())
     if running:
@@ -105,7 +103,8 @@ def cluster_start(workers: int, cores: int, memory: str) -> None:
 def cluster_stop(force: bool) -> None:
     """Stop the workers (and their executors), then the master. Applications running on the
     cluster would lose their executors, so while any runs it is stopped only with --force."""
-    from platform_pipelines.spark.cluster import LocalSparkCluster, find_running_cluster
+    from platform_pipelines.spark.cluster import LocalSparkCluster
+    from platform_pipelines.spark.cluster_state import find_running_cluster
 
     info = find_running_cluster(_cluster_dir())
     if info is None:
@@ -128,7 +127,7 @@ def cluster_stop(force: bool) -> None:
 def cluster_status() -> None:
     """Show whether the local cluster runs, its workers (state, cores, memory) and applications,
     and which Spark master the platform uses."""
-    from platform_pipelines.spark.cluster import find_running_cluster
+    from platform_pipelines.spark.cluster_state import find_running_cluster
 
     settings = get_settings()
     info = find_running_cluster(_cluster_dir())

@@ -1,121 +1,55 @@
-"""A local Spark standalone cluster (one master, N workers), run from the pyspark installation.
+"""A local Spark standalone cluster (one master, N workers), run from the pyspark installation:
+starting its daemons, waiting until every worker is ALIVE, and stopping them.
 
-Spark's own launcher, ``bin/spark-class`` of the pyspark package (``SPARK_HOME`` = the package
-folder), runs ``org.apache.spark.deploy.master.Master`` and ``...worker.Worker``: nothing else is
-installed. Every process binds to 127.0.0.1 only (RPC, web UIs; the master's REST submission
-server is off), on free ports. Point the platform at it with
-``PLATFORM_SPARK_MASTER=spark://127.0.0.1:<port>``.
-
-Everything lives in ``base_dir`` (``.local/cluster`` for the CLI): ``spark-defaults.conf``,
-``master/master.log``, ``worker-<n>/worker.log`` and the workers' work dirs
-(``worker-<n>/work/<app>/<executor>/stderr``: what each executor did), and, while the cluster
-runs, ``cluster.json`` (master URL, web UI, pids) so that another process can find and stop it.
-A restart reuses the last ports (``ports.json``) when they are free: the master URL stays valid.
+Point the platform at it with ``PLATFORM_SPARK_MASTER=spark://127.0.0.1:<port>``. Everything lives
+in ``base_dir`` (``.local/cluster`` for the CLI): ``spark-defaults.conf``, ``master/master.log``,
+``worker-<n>/worker.log`` and the workers' work dirs (``worker-<n>/work/<app>/<executor>/stderr``:
+what each executor did), and, while the cluster runs, ``cluster.json`` (``cluster_state``) so that
+another process can find and stop it. A restart reuses the last ports when they are free
+(``cluster_config``): the master URL stays valid.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from platform_pipelines.core.local_server import (
+    HOST,
+    java_errors,
+    launch,
+    log_lines,
+    terminate,
+    write_state,
+)
 from platform_pipelines.jvm import require_java
+from platform_pipelines.spark.cluster_config import (
+    MASTER_CLASS,
+    WORKER_CLASS,
+    ClusterSpec,
+    daemon_command,
+    daemon_env,
+    master_args,
+    master_ports,
+    remember_ports,
+    worker_args,
+    write_defaults,
+)
+from platform_pipelines.spark.cluster_state import (
+    STATE_FILE,
+    find_running_cluster,
+    is_daemon,
+    master_state,
+)
 
-HOST = "127.0.0.1"
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-STATE_FILE = "cluster.json"
-PORTS_FILE = "ports.json"  # the last start's ports, kept after a stop
-# The daemons' own settings (applications bring theirs from the driver).
-DAEMON_DEFAULTS = {
-    "spark.master.rest.enabled": "false",  # a second listener, on a fixed port (6066)
-    "spark.ui.killEnabled": "false",  # as the platform's own UI: no kill links
-}
 _STARTED = re.compile(r"Successfully started service '(sparkMaster|MasterUI)' on port (\d+)")
 
 
 class ClusterError(RuntimeError):
     """The local cluster could not start or stop; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    """The cluster's shape. Defaults fit a 2-core laptop beside the driver.
-
-    Attributes:
-        workers: worker processes; each runs one executor per application.
-        cores: cores each worker offers (one task at a time per core).
-        memory: memory each worker offers; an executor takes ``spark.executor.memory`` (1g).
-        daemon_memory: heap of the master and worker daemons themselves.
-    """
-
-    workers: int = 2
-    cores: int = 1
-    memory: str = "1g"
-    daemon_memory: str = "512m"
-
-
-def spark_home() -> Path:
-    """The pyspark package folder: it holds ``bin/spark-class`` and ``jars/``."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-        return True
-
-
-def _ours(pid: int, base_dir: Path) -> bool:
-    """The pid runs a Spark daemon of ``base_dir`` (not a process that reused the pid)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"org.apache.spark.deploy." in cmdline and str(base_dir).encode() in cmdline
-
-
-def master_state(webui_url: str, timeout_s: float = 5) -> dict[str, Any]:
-    """The master's own account of the cluster (``<web UI>/json/``): workers with their state,
-    cores and memory, active and completed applications."""
-    with urllib.request.urlopen(f"{webui_url}/json/", timeout=timeout_s) as answer:
-        state: dict[str, Any] = json.load(answer)
-    return state
-
-
-def find_running_cluster(base_dir: Path) -> dict[str, Any] | None:
-    """The ``cluster.json`` of the live cluster in ``base_dir``, else None (a file left behind
-    by a dead master is removed)."""
-    state_file = Path(base_dir).resolve() / STATE_FILE
-    try:
-        info: dict[str, Any] = json.loads(state_file.read_text())
-    except (OSError, ValueError):
-        return None
-    if _ours(int(info["master_pid"]), state_file.parent):
-        return info
-    state_file.unlink(missing_ok=True)
-    return None
 
 
 class LocalSparkCluster:
@@ -153,29 +87,12 @@ class LocalSparkCluster:
             )
         deadline = time.monotonic() + timeout_s
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        conf = self.base_dir / "spark-defaults.conf"
-        conf.write_text("".join(f"{k} {v}\n" for k, v in DAEMON_DEFAULTS.items()))
+        conf = write_defaults(self.base_dir)
         try:
             self._start_master(conf, deadline)
             assert self.master_url is not None
             for n in range(1, self.spec.workers + 1):
-                args = [
-                    "--host",
-                    HOST,
-                    "--port",
-                    "0",
-                    "--webui-port",
-                    "0",
-                    "--cores",
-                    str(self.spec.cores),
-                    "--memory",
-                    self.spec.memory,
-                    "--work-dir",
-                    str(self.work_dir(n)),
-                    "--properties-file",
-                    str(conf),
-                    self.master_url,
-                ]
+                args = worker_args(self.spec, self.master_url, self.work_dir(n), conf)
                 self._launch(f"worker-{n}", WORKER_CLASS, args, self.work_dir(n).parent)
             self._wait_for_workers(deadline)
         except BaseException:  # Ctrl-C included: never leave daemons without cluster.json
@@ -192,7 +109,8 @@ class LocalSparkCluster:
             running = find_running_cluster(self.base_dir) or {}
             pids = {name: int(pid) for name, pid in running.get("pids", {}).items()}
         for group in ([p for n, p in pids.items() if n != "master"], [pids.get("master")]):
-            self._signal_all([p for p in group if p], timeout_s)
+            # Each daemon leads a process group: signal it to reach the worker's executors too.
+            terminate([p for p in group if p], self._alive, timeout_s, group=True)
         for proc in self._procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1)
@@ -221,20 +139,10 @@ class LocalSparkCluster:
         return self.base_dir / f"worker-{n}" / "work"
 
     def _start_master(self, conf: Path, deadline: float) -> None:
-        port, webui = self._ports()
-        args = [
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--webui-port",
-            str(webui),
-            "--properties-file",
-            str(conf),
-        ]
+        port, webui = master_ports(self.base_dir)
         log = self.log("master")
         since = log.stat().st_size if log.exists() else 0  # the log keeps earlier starts
-        self._launch("master", MASTER_CLASS, args, self.base_dir / "master")
+        self._launch("master", MASTER_CLASS, master_args(port, webui, conf), log.parent)
         while True:
             # Spark moves to the next port when one is taken: read where it really listens.
             with log.open("rb") as out:
@@ -243,43 +151,15 @@ class LocalSparkCluster:
             if len(ports) == 2:
                 self.master_url = f"spark://{HOST}:{ports['sparkMaster']}"
                 self.webui_url = f"http://{HOST}:{ports['MasterUI']}"
-                (self.base_dir / PORTS_FILE).write_text(json.dumps(ports) + "\n")
+                remember_ports(self.base_dir, ports)
                 return
             self._check_alive(deadline, "the master did not open its ports")
             time.sleep(0.2)
 
-    def _ports(self) -> tuple[int, int]:
-        """The last start's ports when free (the master URL survives a restart), else new ones."""
-        try:
-            last = json.loads((self.base_dir / PORTS_FILE).read_text())
-            wanted = [int(last["sparkMaster"]), int(last["MasterUI"])]
-        except (OSError, ValueError, KeyError):
-            wanted = []
-        if len(wanted) == 2 and all(_port_free(p) for p in wanted):
-            return wanted[0], wanted[1]
-        port, webui = _free_port(), _free_port()
-        return (port, webui) if webui != port else self._ports()
-
     def _launch(self, name: str, main: str, args: list[str], folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": HOST,  # the web UIs bind to it (else to every interface)
-            "SPARK_LOCAL_DIRS": str(folder / "tmp"),  # executors' shuffle and block files
-            "SPARK_DAEMON_MEMORY": self.spec.daemon_memory,
-            "SPARK_CONF_DIR": str(self.base_dir),  # no stray spark-env.sh from elsewhere
-        }
-        with self.log(name).open("ab") as log:
-            self._procs[name] = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), main, *args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=folder,
-                env=env,
-                start_new_session=True,  # its own process group: the worker's executors too
-            )
+        env = daemon_env(self.base_dir, folder, self.spec)
+        self._procs[name] = launch(daemon_command(main, args), self.log(name), folder, env)
 
     def _wait_for_workers(self, deadline: float) -> None:
         assert self.webui_url is not None
@@ -300,9 +180,9 @@ class LocalSparkCluster:
 
     def _explain(self, name: str, what: str) -> str:
         log = self.log(name)
-        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by")]
-        found = "Errors:\n" + "\n".join(causes[:8]) + "\n" if causes else ""
+        lines = log_lines(log)
+        causes = java_errors(lines)
+        found = "Errors:\n" + "\n".join(causes) + "\n" if causes else ""
         return (
             f"The Spark {name} of the local cluster in {self.base_dir} {what}. {found}"
             f"Last lines of {log}:\n"
@@ -311,24 +191,11 @@ class LocalSparkCluster:
             "workers, `--workers`) and start the cluster again."
         )
 
-    def _signal_all(self, pids: list[int], timeout_s: float) -> None:
-        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
-            alive = [pid for pid in pids if self._alive(pid)]
-            for pid in alive:  # the process group it leads: the daemon and its executors
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, sig)
-            end = time.monotonic() + wait_s
-            while alive and time.monotonic() < end:
-                alive = [pid for pid in alive if self._alive(pid)]
-                time.sleep(0.1)
-            if not alive:
-                return
-
     def _alive(self, pid: int) -> bool:
         for proc in self._procs.values():
             if proc.pid == pid:
                 return proc.poll() is None
-        return _ours(pid, self.base_dir)
+        return is_daemon(pid, self.base_dir)
 
     def _write_state(self) -> None:
         state = {
@@ -339,4 +206,4 @@ class LocalSparkCluster:
             "workers": self.spec.workers,
             "base_dir": str(self.base_dir),
         }
-        (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+        write_state(self.base_dir / STATE_FILE, state)

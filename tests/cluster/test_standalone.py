@@ -24,13 +24,9 @@ import pytest
 from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clickstream, produce
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.settings import REPO_ROOT, get_settings
-from platform_pipelines.spark.cluster import (
-    ClusterError,
-    ClusterSpec,
-    LocalSparkCluster,
-    find_running_cluster,
-    master_state,
-)
+from platform_pipelines.spark.cluster import ClusterError, LocalSparkCluster
+from platform_pipelines.spark.cluster_config import ClusterSpec
+from platform_pipelines.spark.cluster_state import find_running_cluster, master_state
 from tests.integration.helpers import run_catch_up, table
 from tests.sockets import beyond_loopback, listening
 
