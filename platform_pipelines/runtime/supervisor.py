@@ -2,14 +2,18 @@
 
 Nothing here knows Dagster: the owner passes callbacks for progress and query ends, and a
 ``StopRequest`` (set by Ctrl-C, SIGTERM or a Dagster cancel) that the wait loop checks every poll.
+A query is reported as ended cleanly only when Spark says so: when its handle no longer answers
+(its session or JVM is gone), the end is reported as a failure with that reason.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -19,10 +23,16 @@ Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
 EndCallback = Callable[[str, BaseException | None, str], None]  # name, error, query run id
 STOP_AT_BATCH_BOUNDARY_SECONDS = 30.0
+log = logging.getLogger(__name__)
 
 
 class StreamFailedError(RuntimeError):
     """A streaming query died; the message is Spark's error, summarized."""
+
+
+class QueryLostError(RuntimeError):
+    """A query's handle stopped answering (its session or JVM is gone): how it ended is unknown,
+    and an end nobody can vouch for is not a clean one."""
 
 
 def summarize_failure(name: str, error: BaseException) -> str:
@@ -98,7 +108,7 @@ class Supervisor:
                 if int(progress["batchId"]) > self.last_batch[name]:
                     self.last_batch[name] = int(progress["batchId"])
                     self._on_progress(name, progress)
-            error = _query_error(query)
+            error = _query_error(name, query)
             if error is not None:
                 self.stop_all()
                 raise StreamFailedError(summarize_failure(name, error)) from error
@@ -117,29 +127,35 @@ class Supervisor:
                     query.stop()
                 for progress in query.recentProgress:
                     self.last_batch[name] = max(self.last_batch[name], int(progress["batchId"]))
-            except Exception:
-                pass
+            except Exception as error:  # whatever it is, the other queries must still stop
+                log.warning(
+                    "Stream %r: stopping its query failed (%s: %s); the other queries are "
+                    "stopped regardless",
+                    name,
+                    type(error).__name__,
+                    error,
+                )
         self._report_ends()
         return {name: self.last_batch.get(name, -1) for name in self._queries}
 
     def _report_ends(self) -> None:
         for name, query in self._queries.items():
+            if name in self._ended:
+                continue
             try:
                 active = query.isActive
-            except Exception:
-                active = False
-            if not active and name not in self._ended:
+            except Exception as error:  # runs in ``wait``'s finally: never mask its exception
                 self._ended.add(name)
-                self._on_end(name, _query_error(query), _run_id(query))
+                lost = _lost(name, "asking whether its query runs", error)
+                self._on_end(name, lost, _run_id(query))
+                continue
+            if not active:
+                self._ended.add(name)
+                self._on_end(name, _query_error(name, query), _run_id(query))
 
 
 def _wait_for_batch_boundary(query: StreamingQuery, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            if not query.status["isTriggerActive"]:
-                return
-        except Exception:
-            return
+    while time.monotonic() < deadline and query.status["isTriggerActive"]:
         time.sleep(0.1)
 
 
@@ -159,12 +175,29 @@ def _caught_up(query: StreamingQuery) -> bool:
 def _run_id(query: StreamingQuery) -> str:
     try:
         return str(query.runId)
-    except Exception:
+    except Py4JError:  # the JVM is gone: the end is recorded without its query run
         return ""
 
 
-def _query_error(query: StreamingQuery) -> StreamingQueryException | None:
+def _query_error(name: str, query: StreamingQuery) -> BaseException | None:
+    """Spark's error when the query died, None when it did not; a ``QueryLostError`` when Spark
+    cannot be asked: only Spark's word makes an end clean."""
     try:
         return query.exception()
-    except Exception:  # the query object is gone with its session: nothing to report
-        return None
+    except Exception as error:  # returned, not raised: this runs in ``wait``'s finally too
+        return _lost(name, "reading how its query ended", error)
+
+
+def _lost(name: str, action: str, error: Exception) -> QueryLostError:
+    """``error``, met while ``action`` for stream ``name``, logged and turned into the failure
+    that the query's end is reported with."""
+    log.warning(
+        "Stream %r: %s failed (%s: %s); its end is reported as a failure",
+        name,
+        action,
+        type(error).__name__,
+        error,
+    )
+    lost = QueryLostError(f"the query no longer answers: {action} failed with {error!r}")
+    lost.__cause__ = error
+    return lost
