@@ -28,6 +28,8 @@ class Log(Protocol):
 def access_problem(bootstrap: str, timeout_s: float = 5.0) -> str | None:
     """Why the platform's Kafka clients are refused by the broker (TLS, credentials, invalid
     PLATFORM_KAFKA_* settings), else None (a broker that does not answer is not judged here)."""
+    from kafka.errors import KafkaError
+
     from platform_pipelines.kafka.admin import probe
     from platform_pipelines.kafka.clients import KafkaAccessError
     from platform_pipelines.kafka.security import KafkaSecurityError
@@ -36,7 +38,7 @@ def access_problem(bootstrap: str, timeout_s: float = 5.0) -> str | None:
         probe(bootstrap, timeout_s)
     except (KafkaAccessError, KafkaSecurityError) as refused:
         return str(refused)
-    except Exception:
+    except KafkaError:  # no broker answered in time: an outage, which ``BrokerWatch`` reports
         return None
     return None
 
