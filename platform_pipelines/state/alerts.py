@@ -50,14 +50,12 @@ class AlertConfig:
     Attributes:
         threshold: failures within the window that raise one alert; 5.
         window_ms: event-time span (milliseconds, inclusive) in which failures count together;
-            10 minutes.
-        idle_timeout_ms: the longest a user's state may sit idle, for the adapter; 30 minutes.
-            The logic itself removes a key by its event-time timer (last failure + window).
+            10 minutes. It also bounds how long a user's state lives: its event-time timer at the
+            newest failure + window removes it.
     """
 
     threshold: int = 5
     window_ms: int = 10 * 60 * 1000
-    idle_timeout_ms: int = 30 * 60 * 1000
 
     def __post_init__(self) -> None:
         if self.threshold < 1:
@@ -69,12 +67,6 @@ class AlertConfig:
             raise ValueError(
                 f"AlertConfig.window_ms must be positive, got {self.window_ms}: "
                 "set it to the span in milliseconds in which failures count together"
-            )
-        if self.idle_timeout_ms < self.window_ms:
-            raise ValueError(
-                f"AlertConfig.idle_timeout_ms ({self.idle_timeout_ms}) is shorter than "
-                f"window_ms ({self.window_ms}), so failures that still count would be dropped: "
-                "raise idle_timeout_ms to at least window_ms"
             )
 
 

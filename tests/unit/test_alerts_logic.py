@@ -195,7 +195,7 @@ def test_failures_whose_window_ends_at_the_watermark_are_kept():
 
 
 def test_a_custom_threshold_and_window_apply():
-    logic = FailedLoginAlerts(AlertConfig(threshold=2, window_ms=MIN, idle_timeout_ms=MIN))
+    logic = FailedLoginAlerts(AlertConfig(threshold=2, window_ms=MIN))
 
     step = logic.on_events("u1", None, failures(0, 2, 2.5), CLOCK)
 
@@ -221,7 +221,6 @@ def test_the_alert_row_has_the_declared_fields_in_order():
     [
         ({"threshold": 0}, "threshold"),
         ({"window_ms": 0}, "window_ms"),
-        ({"window_ms": 20 * MIN, "idle_timeout_ms": 10 * MIN}, "idle_timeout_ms"),
     ],
 )
 def test_an_invalid_config_names_the_field(kwargs: dict[str, int], field: str):
