@@ -13,7 +13,8 @@ from pyspark.sql.streaming.tws_tester import TwsTester
 
 from platform_pipelines.state.sessions import SessionConfig
 from platform_pipelines.streams.schemas import CLICKSTREAM
-from platform_pipelines.streams.sessions import SessionApi, SessionProcessor, sessionize
+from platform_pipelines.streams.sessions import SessionApi, sessionize
+from platform_pipelines.streams.sessions_python import SessionProcessor
 from platform_pipelines.streams.watermark import with_watermark
 
 pytestmark = pytest.mark.spark
