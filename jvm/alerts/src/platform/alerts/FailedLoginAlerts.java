@@ -1,7 +1,6 @@
 package platform.alerts;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 
@@ -19,15 +18,19 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
+import platform.alerts.LoginFailures.Login;
+
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The built-in failed-login alerts run inside the JVM: the rules of
- * {@code platform_pipelines/state/alerts.py}, line for line, on {@code flatMapGroupsWithState}
- * with an event-time timeout, so no row and no state call crosses into Python.
+ * The built-in failed-login alerts run inside the JVM: {@link LoginFailures} (the rules of
+ * {@code platform_pipelines/state/alerts.py}, line for line) on {@code flatMapGroupsWithState}
+ * with an event-time timeout, so no row and no state call crosses into Python. This class only
+ * converts rows and state.
  *
- * <p>The Python module is the specification and keeps the unit tests; a Spark test runs this
- * port and the Python one over the same disordered input and asserts equal tables. Per user the
+ * <p>The Python module is the specification and keeps the unit tests; a property-based test
+ * replays generated cases through both ({@link AlertsReplay}), and a Spark test runs this adapter
+ * and the Python one over the same disordered input and asserts equal tables. Per user the
  * state holds the failures still in the window (fewer than the threshold), oldest first; the
  * timeout is the newest failure plus the window.
  *
@@ -37,10 +40,6 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class FailedLoginAlerts {
     private FailedLoginAlerts() {}
-
-    static final String LOGIN_FAILED = "login_failed";
-    static final String LOGIN_SUCCESS = "login_success";
-    static final String ALERT_TYPE = "failed_logins";
 
     private static StructField field(String name, DataType type, boolean nullable) {
         return DataTypes.createStructField(name, type, nullable);
@@ -78,9 +77,6 @@ public final class FailedLoginAlerts {
                         GroupStateTimeout.EventTimeTimeout());
     }
 
-    /** A login event of the batch: its time and whether it failed. */
-    record Login(long timeMs, boolean failed) {}
-
     /** The function Spark calls per user: with a batch's events, or when the timeout fired. */
     static final class Step implements FlatMapGroupsWithStateFunction<String, Row, Row, Row> {
         private static final long serialVersionUID = 1L;
@@ -94,70 +90,35 @@ public final class FailedLoginAlerts {
 
         @Override
         public Iterator<Row> call(String user, Iterator<Row> rows, GroupState<Row> state) {
-            if (state.hasTimedOut()) { // on_timeout: nothing can count any more
+            LoginFailures logic = new LoginFailures(threshold, windowMs);
+            LoginFailures.Result result;
+            if (state.hasTimedOut()) {
+                result = logic.onTimeout();
+            } else {
+                List<Long> kept = state.exists() ? state.get().<Long>getList(0) : List.of();
+                List<Login> logins = new ArrayList<>();
+                while (rows.hasNext()) {
+                    Row row = rows.next();
+                    Login login = Login.of(row.getString(1), row.getLong(2));
+                    if (login != null) {
+                        logins.add(login);
+                    }
+                }
+                result = logic.onEvents(user, kept, logins, state.getCurrentWatermarkMs());
+            }
+            if (result.failures() == null) {
                 state.remove();
-                return Collections.emptyIterator();
+            } else {
+                state.update(RowFactory.create(CollectionConverters.asScala(result.failures())
+                        .toSeq()));
+                state.setTimeoutTimestamp(result.timerMs());
             }
-            ArrayList<Long> failures = new ArrayList<>();
-            if (state.exists()) {
-                failures.addAll(state.get().<Long>getList(0));
+            List<Row> alerts = new ArrayList<>(result.alerts().size());
+            for (LoginFailures.Alert a : result.alerts()) {
+                alerts.add(RowFactory.create(a.alertId(), a.user(), a.firstMs(), a.lastMs(),
+                        a.count(), LoginFailures.ALERT_TYPE));
             }
-            ArrayList<Login> logins = new ArrayList<>();
-            while (rows.hasNext()) {
-                Row row = rows.next();
-                String type = row.getString(1);
-                if (LOGIN_FAILED.equals(type) || LOGIN_SUCCESS.equals(type)) {
-                    logins.add(new Login(row.getLong(2), LOGIN_FAILED.equals(type)));
-                }
-            }
-            // event-time order, ties in the order received (a stable sort, as Python's sorted)
-            logins.sort((a, b) -> Long.compare(a.timeMs(), b.timeMs()));
-            List<Row> alerts = new ArrayList<>();
-            for (Login login : logins) {
-                if (!login.failed()) { // a success forgets the failures at or before it
-                    failures.removeIf(t -> t <= login.timeMs());
-                    continue;
-                }
-                withFailure(failures, login.timeMs());
-                if (failures.size() >= threshold) {
-                    alerts.add(alert(user, failures));
-                    failures.clear();
-                }
-            }
-            settle(failures, state);
             return alerts.iterator();
         }
-
-        /** {@code failures} plus {@code at}, keeping only those within the window of the newest. */
-        private void withFailure(ArrayList<Long> failures, long at) {
-            int index = Collections.binarySearch(failures, at);
-            failures.add(index < 0 ? -index - 1 : index + 1, at); // bisect.insort: after equals
-            long oldest = failures.get(failures.size() - 1) - windowMs;
-            failures.removeIf(t -> t < oldest);
-        }
-
-        /** Keep {@code failures} until they expire, or remove the key. */
-        private void settle(ArrayList<Long> failures, GroupState<Row> state) {
-            if (failures.isEmpty()) {
-                state.remove();
-                return;
-            }
-            long expires = failures.get(failures.size() - 1) + windowMs;
-            // Spark rejects a timeout behind the watermark; nothing could count with them then.
-            if (expires < state.getCurrentWatermarkMs()) {
-                state.remove();
-                return;
-            }
-            state.update(RowFactory.create(CollectionConverters.asScala(failures).toSeq()));
-            state.setTimeoutTimestamp(expires);
-        }
-    }
-
-    /** The alert row; its id is derived from user and last failure, so replays agree. */
-    static Row alert(String user, List<Long> failures) {
-        long first = failures.get(0);
-        long last = failures.get(failures.size() - 1);
-        return RowFactory.create(user + "-" + last, user, first, last, (long) failures.size(),
-                ALERT_TYPE);
     }
 }

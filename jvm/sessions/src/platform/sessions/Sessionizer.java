@@ -1,7 +1,6 @@
 package platform.sessions;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 
@@ -19,15 +18,20 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
+import platform.sessions.UserSessions.Event;
+import platform.sessions.UserSessions.Open;
+
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The built-in sessionization run inside the JVM: the same state machine as
- * {@code platform_pipelines/state/sessions.py}, line for line, on {@code flatMapGroupsWithState}
- * with an event-time timeout, so no row and no state call crosses into Python.
+ * The built-in sessionization run inside the JVM: {@link UserSessions} (the state machine of
+ * {@code platform_pipelines/state/sessions.py}, line for line) on {@code flatMapGroupsWithState}
+ * with an event-time timeout, so no row and no state call crosses into Python. This class only
+ * converts rows and state.
  *
- * <p>The Python module is the specification and keeps the unit tests; a Spark test runs this
- * port and the Python one over the same disordered input and asserts equal tables. Per user the
+ * <p>The Python module is the specification and keeps the unit tests; a property-based test
+ * replays generated cases through both ({@link SessionsReplay}), and a Spark test runs this
+ * adapter and a Python one over the same disordered input and asserts equal tables. Per user the
  * state holds the open session of the released events and the accepted events the watermark has
  * not reached yet; the timeout is the moment the user next needs attention.
  *
@@ -37,10 +41,6 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class Sessionizer {
     private Sessionizer() {}
-
-    static final String LOGOUT = "logout";
-    static final String CHECKOUT = "checkout";
-    static final String PURCHASE = "purchase";
 
     private static StructField field(String name, DataType type, boolean nullable) {
         return DataTypes.createStructField(name, type, nullable);
@@ -110,35 +110,6 @@ public final class Sessionizer {
                         GroupStateTimeout.EventTimeTimeout());
     }
 
-    /** A clickstream event; ordered by time, then id (ids are unique per user after dedup). */
-    record Event(long timeMs, String id, String type, String page, Double amount)
-            implements Comparable<Event> {
-        @Override
-        public int compareTo(Event other) {
-            int byTime = Long.compare(timeMs, other.timeMs);
-            return byTime != 0 ? byTime : id.compareTo(other.id);
-        }
-    }
-
-    /** The open session; {@code pages} and {@code pageTimes} are the last visited pages. */
-    static final class Open {
-        final String user;
-        final long start;
-        long last;
-        long count;
-        final ArrayList<String> pages = new ArrayList<>();
-        final ArrayList<Long> pageTimes = new ArrayList<>();
-        boolean checkout;
-        boolean purchased;
-        double revenue;
-
-        Open(String user, long start) {
-            this.user = user;
-            this.start = start;
-            this.last = start;
-        }
-    }
-
     /** The function Spark calls per user: with a batch's events, or when the timeout fired. */
     static final class Step implements FlatMapGroupsWithStateFunction<String, Row, Row, Row> {
         private static final long serialVersionUID = 1L;
@@ -152,121 +123,67 @@ public final class Sessionizer {
 
         @Override
         public Iterator<Row> call(String user, Iterator<Row> rows, GroupState<Row> state) {
-            Open open = null;
-            ArrayList<Event> pending = new ArrayList<>();
-            if (state.exists()) {
-                Row stored = state.get();
-                open = stored.isNullAt(0) ? null : openFrom(stored.getStruct(0));
-                for (Row held : stored.<Row>getList(1)) {
-                    pending.add(new Event(held.getLong(0), held.getString(1), held.getString(2),
-                            held.isNullAt(3) ? null : held.getString(3),
-                            held.isNullAt(4) ? null : held.getDouble(4)));
-                }
-            }
-            if (!state.hasTimedOut()) { // on_events: hold the batch's events, in order
+            UserSessions logic = new UserSessions(gapMs, maxPages);
+            UserSessions.State before = state.exists() ? stateFrom(state.get()) : null;
+            long watermark = state.getCurrentWatermarkMs();
+            UserSessions.Result result;
+            if (state.hasTimedOut()) {
+                result = logic.advance(before, user, watermark);
+            } else {
+                List<Event> events = new ArrayList<>();
                 while (rows.hasNext()) {
                     Row row = rows.next();
-                    Event event = new Event(row.getLong(5), row.getString(1), row.getString(2),
+                    events.add(new Event(row.getLong(5), row.getString(1), row.getString(2),
                             row.isNullAt(3) ? null : row.getString(3),
-                            row.isNullAt(4) ? null : row.getDouble(4));
-                    int at = Collections.binarySearch(pending, event);
-                    pending.add(at < 0 ? -at - 1 : at + 1, event);
+                            row.isNullAt(4) ? null : row.getDouble(4)));
                 }
+                result = logic.onEvents(before, user, events, watermark);
             }
-            // advance: release the held events the watermark has reached, close finished sessions
-            long watermark = state.getCurrentWatermarkMs();
-            int cut = 0;
-            while (cut < pending.size() && pending.get(cut).timeMs() <= watermark) {
-                cut++;
-            }
-            List<Row> closed = new ArrayList<>();
-            for (Event event : pending.subList(0, cut)) {
-                if (open != null && event.timeMs() - open.last > gapMs) {
-                    closed.add(close(open, "timeout"));
-                    open = null;
-                }
-                open = open == null ? fromEvent(user, event) : merge(open, user, event);
-                if (LOGOUT.equals(event.type())) {
-                    closed.add(close(open, "logout"));
-                    open = null;
-                }
-            }
-            if (open != null && open.last + gapMs <= watermark) {
-                closed.add(close(open, "timeout"));
-                open = null;
-            }
-            List<Event> rest = pending.subList(cut, pending.size());
-            if (open == null && rest.isEmpty()) {
+            if (result.state() == null) {
                 state.remove();
             } else {
-                state.update(stateRow(open, rest));
-                long timer = rest.isEmpty() ? Long.MAX_VALUE : rest.get(0).timeMs();
-                if (open != null) {
-                    timer = Math.min(timer, open.last + gapMs);
-                }
-                state.setTimeoutTimestamp(timer);
+                state.update(stateRow(result.state()));
+                state.setTimeoutTimestamp(logic.timerFor(result.state()));
+            }
+            List<Row> closed = new ArrayList<>(result.closed().size());
+            for (UserSessions.Closed c : result.closed()) {
+                closed.add(RowFactory.create(c.user(), c.sessionId(), c.start(), c.end(),
+                        c.durationSeconds(), c.count(), seq(c.lastPages()), c.checkout(),
+                        c.purchased(), c.revenue(), c.reason()));
             }
             return closed.iterator();
         }
+    }
 
-        private Open fromEvent(String user, Event event) {
-            Open one = new Open(user, event.timeMs());
-            one.count = 1;
-            if (event.page() != null) {
-                one.pages.add(event.page());
-                one.pageTimes.add(event.timeMs());
-            }
-            one.checkout = CHECKOUT.equals(event.type());
-            one.purchased = PURCHASE.equals(event.type());
-            // Python's `(amount or 0.0)`: None, 0.0 and -0.0 all count as 0.0
-            Double amount = event.amount();
-            one.revenue = one.purchased && amount != null && amount != 0.0 ? amount : 0.0;
-            return one;
+    private static UserSessions.State stateFrom(Row stored) {
+        Open open = null;
+        if (!stored.isNullAt(0)) {
+            Row row = stored.getStruct(0);
+            open = new Open(row.getString(0), row.getLong(1));
+            open.last = row.getLong(2);
+            open.count = row.getLong(3);
+            open.pages.addAll(row.<String>getList(4));
+            open.pageTimes.addAll(row.<Long>getList(5));
+            open.checkout = row.getBoolean(6);
+            open.purchased = row.getBoolean(7);
+            open.revenue = row.getDouble(8);
         }
-
-        /** {@code open} followed by {@code event} (not earlier): the Python _merge. */
-        private Open merge(Open open, String user, Event event) {
-            Open next = fromEvent(user, event);
-            open.last = Math.max(open.last, next.last);
-            open.count += next.count;
-            open.pages.addAll(next.pages);
-            open.pageTimes.addAll(next.pageTimes);
-            int drop = Math.max(0, open.pages.size() - maxPages);
-            if (drop > 0) {
-                open.pages.subList(0, drop).clear();
-                open.pageTimes.subList(0, drop).clear();
-            }
-            open.checkout = open.checkout || next.checkout;
-            open.purchased = open.purchased || next.purchased;
-            open.revenue = open.revenue + next.revenue;
-            return open;
+        List<Event> pending = new ArrayList<>();
+        for (Row held : stored.<Row>getList(1)) {
+            pending.add(new Event(held.getLong(0), held.getString(1), held.getString(2),
+                    held.isNullAt(3) ? null : held.getString(3),
+                    held.isNullAt(4) ? null : held.getDouble(4)));
         }
+        return new UserSessions.State(open, pending);
     }
 
-    private static Row close(Open open, String reason) {
-        return RowFactory.create(open.user, open.user + "-" + open.start, open.start, open.last,
-                (open.last - open.start) / 1000.0, open.count, seq(open.pages), open.checkout,
-                open.purchased, open.revenue, reason);
-    }
-
-    private static Open openFrom(Row row) {
-        Open open = new Open(row.getString(0), row.getLong(1));
-        open.last = row.getLong(2);
-        open.count = row.getLong(3);
-        open.pages.addAll(row.<String>getList(4));
-        open.pageTimes.addAll(row.<Long>getList(5));
-        open.checkout = row.getBoolean(6);
-        open.purchased = row.getBoolean(7);
-        open.revenue = row.getDouble(8);
-        return open;
-    }
-
-    private static Row stateRow(Open open, List<Event> pending) {
+    private static Row stateRow(UserSessions.State state) {
+        Open open = state.open();
         Row session = open == null ? null : RowFactory.create(open.user, open.start, open.last,
                 open.count, seq(open.pages), seq(open.pageTimes), open.checkout, open.purchased,
                 open.revenue);
-        List<Row> held = new ArrayList<>(pending.size());
-        for (Event e : pending) {
+        List<Row> held = new ArrayList<>(state.pending().size());
+        for (Event e : state.pending()) {
             held.add(RowFactory.create(e.timeMs(), e.id(), e.type(), e.page(), e.amount()));
         }
         return RowFactory.create(session, seq(held));
