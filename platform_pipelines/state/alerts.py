@@ -8,8 +8,10 @@ The key is ``user_id``; the events are silver clickstream rows. Rules, per user:
 - The ``threshold``-th failure in the window emits one alert and resets the count, so ten
   failures in a row raise two alerts, not six.
 - A ``login_success`` resets the count: the failures at or before its event time are forgotten.
-- Events are taken in event-time order, ties in the order received. The adapter sorts already;
-  the logic sorts again (stably) so that its result never depends on arrival order.
+- Events are taken in ``login_order``: by event time, and within one millisecond failures before
+  successes, so that a success forgets the failures of its own millisecond as it forgets earlier
+  ones. The Java port (``jvm/alerts``) follows the same order, and a batch's result never
+  depends on the order its events arrived in.
 - A late failure (older than remembered ones) is placed by its event time. What a reset forgot is
   not remembered, so a late failure from before an earlier alert or success may count again.
 - The state holds only the failures still in the window (fewer than ``threshold``). With none the
@@ -23,7 +25,6 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, Final
 
 from platform_pipelines.state.keyed import Clock, Event, State, Step, from_ms, to_ms
@@ -94,7 +95,7 @@ class FailedLoginAlerts:
         failures = [] if state is None else [int(t) for t in state["failures_ms"]]
         alerts: list[dict[str, Any]] = []
         moments = ((to_ms(e["event_time"]), e["event_type"]) for e in events)
-        for at, kind in sorted(moments, key=itemgetter(0)):
+        for at, kind in sorted(moments, key=login_order):
             if kind == LOGIN_SUCCESS:
                 failures = [t for t in failures if t > at]
             elif kind == LOGIN_FAILED:
@@ -122,6 +123,18 @@ class FailedLoginAlerts:
         if clock.watermark_ms is not None and expires < clock.watermark_ms:
             return Step(None, alerts)
         return Step({"failures_ms": failures}, alerts, expires)
+
+
+def login_order(moment: tuple[int, str]) -> tuple[int, bool]:
+    """The sort key of an ``(event time ms, event type)`` pair: time, then failures (and the
+    ignored types) before successes.
+
+    Example:
+        >>> sorted([(7, LOGIN_SUCCESS), (7, LOGIN_FAILED), (6, LOGIN_SUCCESS)], key=login_order)
+        [(6, 'login_success'), (7, 'login_failed'), (7, 'login_success')]
+    """
+    at, kind = moment
+    return at, kind == LOGIN_SUCCESS
 
 
 def _alert(user_id: str, failures: Sequence[int]) -> dict[str, Any]:

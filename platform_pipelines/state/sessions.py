@@ -1,12 +1,15 @@
 """Sessionization as a pure state machine: per user, sessions cut by inactivity or a logout.
 
-The Spark adapters (``platform_pipelines.streams.sessions``) only convert rows and call these
-functions; every decision about sessions is made here, so a unit test drives it with events and
-a watermark.
+The Spark adapters (``platform_pipelines.streams.sessions_python``) only convert rows and call
+these functions; every decision about sessions is made here, so a unit test drives it with events
+and a watermark. The built-in stream runs the Java port (``jvm/sessions``), which follows this
+module line for line; a property-based test compares the two on thousands of generated cases.
 
 Sessions are a function of the user's events, whatever order and batches they arrive in:
 
-- Events are taken in ``(event_time_ms, event_id)`` order. Two consecutive events more than
+- Events are taken in ``event_order``: event time, then id, then type, page and amount. Events
+  of one time, even of one ``(time, id)`` pair (a duplicate the dedup let through, ids reused by a
+  producer), so take one order whatever order they arrived in. Two consecutive events more than
   ``gap_ms`` apart belong to different sessions; exactly ``gap_ms`` apart still continue one.
 - A ``logout`` belongs to the session it ends; the next event starts a new session.
 - An accepted event is held (``UserState.pending``) until the watermark reaches its event time,
@@ -23,6 +26,7 @@ do not depend on arrival order.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import astuple, dataclass, replace
@@ -48,10 +52,10 @@ class SessionConfig:
     max_pages: int = 10
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class SessionEvent:
-    """One clickstream event of a user, with its event time in epoch milliseconds. Events order
-    by time, then id."""
+    """One clickstream event of a user, with its event time in epoch milliseconds; events are
+    taken in ``event_order``."""
 
     event_time_ms: int
     event_id: str
@@ -110,6 +114,31 @@ class ClosedSession:
 
 
 Result = tuple[UserState | None, list[ClosedSession]]
+EventOrder = tuple[int, str, str, bool, str, tuple[int, float]]
+
+
+def event_order(event: SessionEvent) -> EventOrder:
+    """The order a user's events are taken in, which the Java port (``jvm/sessions``) follows
+    too: event time, then id, type, page (none first) and amount (none first, then by value, NaN
+    last); text by code point. Events equal in all of these differ at most in the sign of a zero
+    amount, which changes no session, so the order never depends on arrival.
+
+    Example:
+        >>> view, logout = (SessionEvent(5, "e1", "u", kind) for kind in ("page_view", "logout"))
+        >>> [e.event_type for e in sorted([view, logout], key=event_order)]
+        ['logout', 'page_view']
+    """
+    amount = event.amount
+    rank = (0, 0.0) if amount is None else (2, 0.0) if math.isnan(amount) else (1, amount)
+    page = event.page
+    return (
+        event.event_time_ms,
+        event.event_id,
+        event.event_type,
+        page is not None,
+        page or "",
+        rank,
+    )
 
 
 def on_events(
@@ -132,7 +161,7 @@ def on_events(
     state = state or UserState()
     pending = list(state.pending)
     for event in events:
-        insort(pending, event)
+        insort(pending, event, key=event_order)
     return advance(replace(state, pending=tuple(pending)), cfg, watermark_ms)
 
 

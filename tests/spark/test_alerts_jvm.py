@@ -26,9 +26,9 @@ CONFIG = AlertConfig(threshold=3, window_ms=10 * 60 * 1000)
 def hostile_batches(seed: int, users: int = 8, batches: int = 3, per_batch: int = 220) -> list:
     """Disordered login batches that stress every rule: failures out of order within and across
     batches, equal failure times, gaps of exactly the window and just over it, successes that
-    reset, other event types (ignored), and events far behind the watermark (dropped as late).
-    A success never shares its time with a failure: which of the two comes first is the order
-    received, which Spark does not fix, so such a tie could differ between two runs of either."""
+    reset, some in the same millisecond as failures (``state.alerts.login_order`` decides, not
+    the order Spark delivers them in), other event types (ignored), and events far behind the
+    watermark (dropped as late)."""
     rng = random.Random(seed)
     base = datetime(2026, 11, 22, 10, tzinfo=UTC)
     clock = [0.0] * users
@@ -42,8 +42,7 @@ def hostile_batches(seed: int, users: int = 8, batches: int = 3, per_batch: int 
             if rng.random() < 0.03:
                 minute -= 300  # ancient: behind the watermark by the time it arrives
             kind = rng.choices(["login_failed", "login_success", "page_view"], [70, 8, 22])[0]
-            second = 15 if kind == "login_success" else 0
-            at = base + timedelta(minutes=minute, seconds=second)
+            at = base + timedelta(minutes=minute)
             n += 1
             rows.append(
                 {

@@ -126,6 +126,20 @@ def test_arrival_order_within_a_batch_does_not_matter():
     assert LOGIC.on_events("u1", None, shuffled, CLOCK) == expected
 
 
+def test_in_one_millisecond_failures_count_before_a_success_forgets_them():
+    events = [*failures(0, 1, 2, 3), ev(4, "login_success"), ev(4)]
+
+    for batch in (events, events[::-1]):
+        assert LOGIC.on_events("u1", None, batch, CLOCK) == Step(None, [alert(0, 4, 5)], None)
+
+
+def test_a_success_forgets_a_failure_of_its_own_millisecond_whatever_the_arrival_order():
+    events = [ev(0), ev(1, "login_success"), ev(1)]
+
+    for batch in (events, events[::-1]):
+        assert LOGIC.on_events("u1", None, batch, CLOCK) == Step(None)
+
+
 def test_the_timer_is_the_newest_failure_plus_the_window():
     step = LOGIC.on_events("u1", None, failures(0, 1, 2), CLOCK)
 

@@ -165,6 +165,25 @@ def test_checkout_and_purchase_set_the_flags_and_revenue_sums_purchase_amounts_o
     ]
 
 
+def test_events_of_one_time_and_id_are_taken_by_type_page_and_amount_whatever_the_arrival():
+    def same(kind: str, page: str | None, amount: float | None = None) -> SessionEvent:
+        return SessionEvent(at(1), "e1", "u1", kind, page, amount)
+
+    events = [
+        same("page_view", "B"),
+        same("purchase", "C", 2.5),
+        same("page_view", None),
+        same("purchase", "C", None),
+        same("checkout", "A"),
+    ]
+    bought = {"reached_checkout": True, "purchased": True, "revenue": 2.5}
+
+    for arrival in itertools.permutations(events):
+        _, done = released(list(arrival), watermark_minute=100)
+
+        assert done == [closed(1, 1, 5, ["A", "B", "C", "C"], "timeout", **bought)]
+
+
 A_DAY = [
     ev(0, page="home"),
     ev(2, page="p1"),

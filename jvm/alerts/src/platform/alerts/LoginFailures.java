@@ -2,6 +2,7 @@ package platform.alerts;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -36,6 +37,10 @@ public final class LoginFailures {
         }
     }
 
+    /** The specification's {@code login_order}: event time, then failures before successes. */
+    static final Comparator<Login> ORDER =
+            Comparator.comparingLong(Login::timeMs).thenComparing(login -> !login.failed());
+
     /** An alert: the failures in the window when the threshold was reached. */
     record Alert(String alertId, String user, long firstMs, long lastMs, long count) {}
 
@@ -49,8 +54,7 @@ public final class LoginFailures {
     Result onEvents(String user, List<Long> kept, List<Login> batch, long watermarkMs) {
         ArrayList<Long> failures = new ArrayList<>(kept);
         ArrayList<Login> logins = new ArrayList<>(batch);
-        // event-time order, ties in the order received (a stable sort, as Python's sorted)
-        logins.sort((a, b) -> Long.compare(a.timeMs(), b.timeMs()));
+        logins.sort(ORDER);
         List<Alert> alerts = new ArrayList<>();
         for (Login login : logins) {
             if (!login.failed()) { // a success forgets the failures at or before it

@@ -1,7 +1,6 @@
 package platform.sessions;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 /**
@@ -27,13 +26,49 @@ public final class UserSessions {
         this.maxPages = maxPages;
     }
 
-    /** A clickstream event; ordered by time, then id (ids are unique per user after dedup). */
+    /**
+     * A clickstream event, in the specification's {@code event_order}: event time, then id, type,
+     * page (null first) and amount (null first, then by value, NaN last, -0.0 equal to 0.0).
+     */
     record Event(long timeMs, String id, String type, String page, Double amount)
             implements Comparable<Event> {
         @Override
         public int compareTo(Event other) {
-            int byTime = Long.compare(timeMs, other.timeMs);
-            return byTime != 0 ? byTime : id.compareTo(other.id);
+            int order = Long.compare(timeMs, other.timeMs);
+            order = order != 0 ? order : byCodePoint(id, other.id);
+            order = order != 0 ? order : byCodePoint(type, other.type);
+            order = order != 0 ? order : Boolean.compare(page != null, other.page != null);
+            order = order != 0 || page == null ? order : byCodePoint(page, other.page);
+            return order != 0 ? order : compareAmounts(amount, other.amount);
+        }
+
+        /** Python's order of strings. {@code String.compareTo} compares UTF-16 units, which
+         * puts U+10000 and above before U+E000..U+FFFF. */
+        private static int byCodePoint(String a, String b) {
+            int length = Math.min(a.length(), b.length());
+            for (int i = 0; i < length; i++) {
+                char x = a.charAt(i);
+                char y = b.charAt(i);
+                if (x != y) {
+                    // at the first difference a surrogate starts (or continues, in both) a code
+                    // point above every one that a non-surrogate unit encodes
+                    boolean xHigh = Character.isSurrogate(x);
+                    return xHigh == Character.isSurrogate(y) ? x - y : xHigh ? 1 : -1;
+                }
+            }
+            return a.length() - b.length();
+        }
+
+        private static int compareAmounts(Double a, Double b) {
+            int order = Integer.compare(rank(a), rank(b));
+            if (order != 0 || rank(a) != 1) {
+                return order;
+            }
+            return a < b ? -1 : a > b ? 1 : 0; // not Double.compare: -0.0 == 0.0, as in Python
+        }
+
+        private static int rank(Double amount) {
+            return amount == null ? 0 : amount.isNaN() ? 2 : 1;
         }
     }
 
@@ -87,10 +122,25 @@ public final class UserSessions {
     Result onEvents(State state, String user, Iterable<Event> events, long watermarkMs) {
         ArrayList<Event> pending = new ArrayList<>(state == null ? List.of() : state.pending());
         for (Event event : events) {
-            int at = Collections.binarySearch(pending, event);
-            pending.add(at < 0 ? -at - 1 : at + 1, event);
+            pending.add(after(pending, event), event);
         }
         return advance(new State(state == null ? null : state.open(), pending), user, watermarkMs);
+    }
+
+    /** Where {@code event} goes in the ordered {@code pending}: after its equals, as
+     * Python's {@code bisect.insort}. */
+    private static int after(List<Event> pending, Event event) {
+        int low = 0;
+        int high = pending.size();
+        while (low < high) {
+            int middle = (low + high) >>> 1;
+            if (pending.get(middle).compareTo(event) <= 0) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        return low;
     }
 
     /** Release the held events at or before the watermark, in order, and close the sessions the
