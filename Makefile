@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster lint audit format bench bench-quick chaos clean
+.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster static lint audit format bench bench-quick chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,14 +31,17 @@ system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL 
 # runs it in one process.
 TEST_WORKERS ?= 2
 
-test: setup system-deps ## Everything the tests need, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
+test: setup system-deps static ## Everything the tests need, the format/lint/type checks, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
 	$(BIN)/pytest -m "not cluster" $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 test-cluster: setup ## Only the tests on a real Spark standalone cluster (~3+ min; not part of make test yet)
 	$(BIN)/pytest -m cluster
 
-test-unit: $(INSTALLED) ## Only the fast tests that need no JVM
-	$(BIN)/pytest -m "not spark and not kafka and not dagster"
+# Every test that needs more than Python declares it with a marker (pyproject.toml lists them).
+NEEDS_MORE := not spark and not kafka and not dagster and not ui and not cluster and not s3 and not postgres and not compose
+
+test-unit: $(INSTALLED) ## Only the fast tests: no JVM, broker, database or other program (~30 s)
+	$(BIN)/pytest -m "$(NEEDS_MORE)"
 
 ui: setup ## The Dagster UI (webserver + daemon) and the local Kafka broker
 	$(BIN)/platform ui
@@ -49,10 +52,14 @@ cluster: setup ## A local Spark standalone cluster (master + 2 workers on 127.0.
 postgres: $(INSTALLED) system-deps ## A local PostgreSQL for Dagster's storage (.local/postgres); then: eval "$$(.venv/bin/platform postgres env)"
 	$(BIN)/platform postgres start
 
-lint: $(INSTALLED) ## ruff lint + format check, mypy, then the dependency audit
-	$(BIN)/ruff check platform_pipelines tests benchmarks
-	$(BIN)/ruff format --check platform_pipelines tests benchmarks
+CODE := platform_pipelines tests benchmarks user_streams
+
+static: $(INSTALLED) ## The tools own the form: ruff format --check, ruff check, mypy (import layers: in the tests)
+	$(BIN)/ruff format --check $(CODE)
+	$(BIN)/ruff check $(CODE)
 	$(BIN)/mypy platform_pipelines
+
+lint: static ## static, then the dependency audit
 	@$(MAKE) --no-print-directory audit
 
 # pip-audit asks PyPI's JSON API (AUDIT_SERVICE=osv: the OSV database) about every package in
@@ -86,8 +93,8 @@ audit: $(INSTALLED) ## pip-audit of .venv against PyPI's advisories (exceptions:
 	fi
 
 format: $(INSTALLED) ## Apply ruff fixes and formatting
-	$(BIN)/ruff check --fix platform_pipelines tests benchmarks
-	$(BIN)/ruff format platform_pipelines tests benchmarks
+	$(BIN)/ruff check --fix $(CODE)
+	$(BIN)/ruff format $(CODE)
 
 bench: setup ## Benchmark suite: platform vs plain PySpark vs native; latency, scaling, restart (benchmarks/results/suite.json + PNG)
 	$(BIN)/python benchmarks/suite.py

@@ -22,6 +22,8 @@ import yaml
 
 from platform_pipelines.settings import REPO_ROOT
 
+pytestmark = pytest.mark.compose
+
 COMPOSE = REPO_ROOT / "docker-compose.yml"
 BROKER_POM = REPO_ROOT / "jvm" / "kafka-broker" / "pom.xml"
 NGINX_TEMPLATE = "deploy/nginx/dagster.conf.template"
