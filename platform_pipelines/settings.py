@@ -32,58 +32,152 @@ class PlatformSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PLATFORM_", frozen=True, populate_by_name=True)
 
-    local_dir: Path = REPO_ROOT / ".local"
-    # A folder, or an S3 location (``s3a://bucket/prefix``: see the ``s3_*`` settings).
-    lakehouse_dir_override: str | None = Field(default=None, alias="PLATFORM_LAKEHOUSE_DIR")
-    jars_dir_override: Path | None = Field(default=None, alias="PLATFORM_JARS_DIR")
-    kafka_bootstrap_servers: str | None = None
-    spark_master: str = DEFAULT_SPARK_MASTER
-    spark_log_level: str = "WARN"
+    local_dir: Path = Field(
+        default=REPO_ROOT / ".local",
+        description="Everything a run creates on this machine: jars, broker data, progress "
+        "records, and the lakehouse unless PLATFORM_LAKEHOUSE_DIR names another place.",
+    )
+    lakehouse_dir_override: str | None = Field(
+        default=None,
+        alias="PLATFORM_LAKEHOUSE_DIR",
+        description="Every Delta table and checkpoint: a folder, or an S3 location "
+        "(s3a://bucket/prefix, see the PLATFORM_S3_* settings); unset: PLATFORM_LOCAL_DIR/lakehouse.",
+    )
+    jars_dir_override: Path | None = Field(
+        default=None,
+        alias="PLATFORM_JARS_DIR",
+        description="Where the JVM jars are resolved to (Delta, the Kafka connector and broker, the "
+        "platform's own classes); unset: PLATFORM_LOCAL_DIR/jars.",
+    )
+    kafka_bootstrap_servers: str | None = Field(
+        default=None,
+        description="The Kafka brokers every client reads and writes (host:port, comma-separated); "
+        "unset: the local broker `platform kafka start` runs, else localhost:9092.",
+    )
+    spark_master: str = Field(
+        default=DEFAULT_SPARK_MASTER,
+        description="The Spark master URL, e.g. spark://host:7077; local[*] runs the streams in the "
+        "run's own JVM.",
+    )
+    spark_log_level: str = Field(
+        default="WARN", description="The SparkContext's log level (INFO, WARN, ERROR...)."
+    )
     # The SparkSession (see ``spark.session.SparkOptions``); the health checks judge checkpoints
     # against these same numbers.
-    state_partitions: int = DEFAULT_STATE_PARTITIONS
-    min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN
-    driver_memory: str = DEFAULT_DRIVER_MEMORY
-    spark_ui_enabled: bool = DEFAULT_SPARK_UI_ENABLED
-    # Where the driver listens (RPC, block manager, Spark UI): loopback unless a deployment says
-    # otherwise. On a cluster, executors must reach the driver: bind 0.0.0.0 (or an interface)
-    # and set the driver host to an address the workers can reach.
-    spark_bind_address: str = DEFAULT_SPARK_BIND_ADDRESS
-    spark_driver_host: str | None = None
-    # Any other Spark setting, for the deployment only (JSON object); run config takes tuning
-    # keys only (spark/policy.py).
-    spark_extra_conf: dict[str, str] = Field(default_factory=dict)
-    clickstream_topic: str = "clickstream"
-    heartbeats_topic: str = "service_heartbeats"
-    # What the built-in ``events`` reads: ``bronze`` (the clickstream_raw table) or ``kafka`` (the
-    # topic itself, beside bronze: about half the end-to-end latency; README "Benchmarks").
-    events_reads: Literal["bronze", "kafka"] = "bronze"
-    # Modules whose STREAMS list declares user streams (comma-separated), loaded into Dagster.
-    stream_modules: str = "user_streams.running_count"
-    # The health layer (see README "Health"): how often the sensors look, when the deep checks run,
-    # how failed streams are relaunched, and how stale a table may get.
-    health_sensor_interval_seconds: int = 30
-    health_check_cron: str = "*/15 * * * *"
-    health_schedule_running: bool = True
-    # The daily table_maintenance schedules (defs/maintenance.py) start running unless set false.
-    maintenance_schedule_running: bool = True
-    restart_max_attempts: int = 5
-    restart_base_delay_seconds: float = 30.0
-    restart_max_delay_seconds: float = 600.0
-    freshness_max_age_seconds: float = 3600.0
-    # A PostgreSQL database (``postgresql://user:password@host:port/db``, usually the Dagster
-    # instance's) that holds the stream locks when processes on several machines share the
-    # checkpoints; unset, a checkpoint is locked with a file lock on this machine.
-    lock_database_url: SecretStr | None = None
-    # An S3 API for an ``s3a://`` lakehouse: AWS itself when no endpoint is given, any
-    # S3-compatible server otherwise. Without keys, the default AWS credential chain (environment,
-    # profile, instance role) is used, by Spark and by the platform's own reads alike.
-    s3_endpoint: str | None = None
-    s3_region: str = "us-east-1"
-    s3_access_key_id: str | None = None
-    s3_secret_access_key: SecretStr | None = None
-    # Most S3-compatible servers (MinIO, moto, Ceph) want ``http://host/bucket/key`` addressing.
-    s3_path_style_access: bool = False
+    state_partitions: int = Field(
+        default=DEFAULT_STATE_PARTITIONS,
+        description="spark.sql.shuffle.partitions: the state partitions of a new checkpoint, fixed "
+        "into it when it is created.",
+    )
+    min_batches_to_retain: int = Field(
+        default=DEFAULT_MIN_BATCHES_TO_RETAIN,
+        description="spark.sql.streaming.minBatchesToRetain: the batches (offsets, commits, state "
+        "versions) a checkpoint keeps.",
+    )
+    driver_memory: str = Field(
+        default=DEFAULT_DRIVER_MEMORY, description="The driver JVM's heap, e.g. 2g."
+    )
+    spark_ui_enabled: bool = Field(
+        default=DEFAULT_SPARK_UI_ENABLED,
+        description="Serve the Spark UI of each run (Spark's port 4040 or the next free one; its kill "
+        "links are off).",
+    )
+    # On a cluster, executors must reach the driver: bind 0.0.0.0 (or an interface) and set the
+    # driver host to an address the workers can reach.
+    spark_bind_address: str = Field(
+        default=DEFAULT_SPARK_BIND_ADDRESS,
+        description="Where the driver listens (RPC, block manager, Spark UI): loopback unless the "
+        "deployment says otherwise; 0.0.0.0 on a cluster.",
+    )
+    spark_driver_host: str | None = Field(
+        default=None,
+        description="The driver's address as the executors reach it (on a cluster); unset: "
+        "PLATFORM_SPARK_BIND_ADDRESS, or this machine's name when that is 0.0.0.0.",
+    )
+    spark_extra_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Any other Spark setting, for the deployment only, as a JSON object "
+        '(\'{"spark.pyspark.python": "/opt/venv/bin/python"}\'); run config takes tuning keys only '
+        "(spark/policy.py).",
+    )
+    clickstream_topic: str = Field(
+        default="clickstream",
+        description="The Kafka topic of the built-in clickstream streams (and of `platform produce`).",
+    )
+    heartbeats_topic: str = Field(
+        default="service_heartbeats",
+        description="The Kafka topic of the built-in service_status stream.",
+    )
+    events_reads: Literal["bronze", "kafka"] = Field(
+        default="bronze",
+        description="What the built-in events stream reads: bronze (the clickstream_raw table) or "
+        "kafka (the topic itself, beside bronze: about half the end-to-end latency, a second parse "
+        "of every record).",
+    )
+    stream_modules: str = Field(
+        default="user_streams.running_count",
+        description="Modules whose STREAMS list declares user streams (comma-separated), loaded "
+        "into Dagster and shipped to a cluster's executors.",
+    )
+    health_sensor_interval_seconds: int = Field(
+        default=30,
+        description="How often the health sensor judges every stream (no JVM).",
+    )
+    health_check_cron: str = Field(
+        default="*/15 * * * *",
+        description="When the stream_health_check schedule runs the deep checks (cron).",
+    )
+    health_schedule_running: bool = Field(
+        default=True,
+        description="Whether stream_health_check_schedule starts running.",
+    )
+    maintenance_schedule_running: bool = Field(
+        default=True,
+        description="Whether the daily table_maintenance_* schedules (defs/table_maintenance.py) "
+        "start running.",
+    )
+    restart_max_attempts: int = Field(
+        default=5,
+        description="Relaunches of one failed stream run before stream_auto_restart gives up.",
+    )
+    restart_base_delay_seconds: float = Field(
+        default=30.0,
+        description="The first relaunch's delay; each next one waits twice as long.",
+    )
+    restart_max_delay_seconds: float = Field(
+        default=600.0, description="The longest delay between two relaunches."
+    )
+    freshness_max_age_seconds: float = Field(
+        default=3600.0,
+        description="The freshness check warns when a table was last written longer ago.",
+    )
+    lock_database_url: SecretStr | None = Field(
+        default=None,
+        description="A PostgreSQL database (postgresql://user:password@host:port/db, usually the "
+        "Dagster instance's) that holds the stream locks when processes on several machines "
+        "share the checkpoints; unset: a file lock on this machine.",
+    )
+    # AWS itself when no endpoint is given, any S3-compatible server otherwise. Without keys, the
+    # default AWS credential chain is used, by Spark and by the platform's own reads alike.
+    s3_endpoint: str | None = Field(
+        default=None,
+        description="The S3 API of an s3a:// lakehouse, for an S3-compatible server (MinIO, "
+        "Ceph, moto); unset: AWS S3.",
+    )
+    s3_region: str = Field(default="us-east-1", description="The S3 region.")
+    s3_access_key_id: str | None = Field(
+        default=None,
+        description="The S3 access key; unset: the default AWS credential chain (environment, "
+        "profile, instance role).",
+    )
+    s3_secret_access_key: SecretStr | None = Field(
+        default=None, description="The S3 secret key, with PLATFORM_S3_ACCESS_KEY_ID."
+    )
+    s3_path_style_access: bool = Field(
+        default=False,
+        description="http://host/bucket/key addressing, which most S3-compatible servers "
+        "(MinIO, moto, Ceph) want.",
+    )
 
     @cached_property
     def lakehouse_dir(self) -> Path:
