@@ -43,6 +43,8 @@ pytestmark = [
 EXPECTED_CHECKS = ("liveness", "falling_behind", "state_growth", "late_data", "checkpoint")
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "ui"
+# The lineage screenshot the README and the docs show: every passing run refreshes it.
+DOCS_SCREENSHOT = REPO_ROOT / "docs" / "images" / "asset-graph.png"
 TOPIC = "ui_clickstream"  # the topic the code location under the dagster_ui fixture reads
 LINEAGE = (TOPIC, "clickstream_raw", "events", "user_sessions")  # topic -> bronze -> silver -> gold
 GROUPS = ("kafka", "bronze", "silver", "gold")
@@ -244,8 +246,10 @@ def test_asset_graph_shows_topic_to_gold_lineage(ui_session: UISession, dagster_
         try:
             wait_for(all_edges_drawn, 30, "the lineage edges", every=0.5)
         finally:
-            screenshot(page, "asset_graph")
+            shot = screenshot(page, "asset_graph")
         assert set(LINEAGE) <= drawn["nodes"]
+        DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS_SCREENSHOT)
 
 
 # --- The Checks tab ------------------------------------------------------------------------
