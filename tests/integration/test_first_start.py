@@ -1,15 +1,35 @@
-"""A first start that dies half-way leaves nothing that breaks the next start."""
+"""A first start that dies anywhere leaves nothing that breaks the next start, and loses nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
+from platform_pipelines.runtime.chaos import first_batch_after
+from platform_pipelines.runtime.chaos_worker import STREAMS
+from platform_pipelines.runtime.crash_points import CrashPoints, pauses
 from platform_pipelines.streams.schemas import EVENTS
+from tests.integration.first_start import INPUT, Windows, launch, pause_through, rows
+from tests.integration.helpers import run_catch_up
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.spark]
+
+# The chaos worker's catch-up batches: the same batches in every run compared here.
+BATCH_RECORDS = 500
+# Streams that start one after the other in one process (each reads the one before), so that
+# only the paused one writes; user_sessions and security_alerts would start side by side.
+LAUNCHES = [("clickstream_raw", "events", "user_sessions"), ("security_alerts",)]
 
 
 def test_a_table_folder_without_a_commit_is_rebuilt_on_the_next_start(spark, tmp_path: Path):
@@ -36,53 +56,100 @@ def test_an_existing_table_is_left_alone(spark, tmp_path: Path):
     assert sorted(p.name for p in (lake.table("events") / "_delta_log").iterdir()) == log
 
 
-# Moments of a first start, each observable on disk, in the order they happen.
-KILL_POINTS = {
-    "a bronze table folder exists": lambda lake: any((lake / "tables").glob("*/_delta_log")),
-    "the first batch is planned": lambda lake: (
-        lake / "checkpoints" / "clickstream_raw" / "offsets" / "0"
-    ).exists(),
-    "the first batch of a stateful stream is planned": lambda lake: (
-        lake / "checkpoints" / "user_sessions" / "offsets" / "0"
-    ).exists(),
-}
+@pytest.mark.kafka
+def test_every_window_of_a_first_start_recovers_with_the_same_rows(
+    spark, kafka_broker, topic_factory, tmp_path: Path
+):
+    """Each stream's first start is paused at every checkpoint write (temporary file complete,
+    then renamed) and at every Delta commit's checksum, up to its first committed batch; what is
+    on disk at each pause is copied, exactly what a SIGKILL there would leave. Each copy is then
+    started again: the stream catches up with the same rows as a run that never crashed."""
+    topic = topic_factory("first_start_windows", 3)
+    produce_events(kafka_broker, topic, INPUT)
+    reference = Lakehouse(tmp_path / "reference")
+    run_catch_up(spark, reference, kafka_broker, topic, STREAMS, max_offsets=BATCH_RECORDS)
+
+    lake_dir = tmp_path / "crashed"
+    windows = [Windows(launch, tmp_path / f"at-{n}") for n, launch in enumerate(LAUNCHES)]
+    for number, found in enumerate(windows):
+        names = "|".join(found.launch)
+        crash = CrashPoints(tmp_path / f"crash-{number}", pause_every=f"/({names})/|\\.crc$")
+        worker = launch(lake_dir, kafka_broker, topic, found.launch, crash=crash)
+        exit_code = pause_through(worker, crash, partial(found.at_pause, lake_dir / "lakehouse"))
+        assert exit_code == 0, (lake_dir / "worker.log").read_text()[-3000:]
+        assert found.done == set(found.launch), f"no first batch: {pauses(crash.folder)}"
+
+    copies = {name: copy for found in windows for name, copy in found.copies.items()}
+    expected = {stream: rows(spark, reference, stream) for stream in STREAMS}
+
+    # A session runs one query of a name at a time: copies of different streams recover side by
+    # side (tiny batches are mostly driver-side waits), copies of one stream one after the other.
+    running = {stream: threading.Lock() for stream in STREAMS}
+
+    def differences(name: str) -> list[str]:
+        streams, copy = copies[name]
+        lake = Lakehouse(copy)
+        with contextlib.ExitStack() as held:
+            for stream in sorted(streams):
+                held.enter_context(running[stream])
+            run_catch_up(spark, lake, kafka_broker, topic, streams, max_offsets=BATCH_RECORDS)
+        return [f"{name} -> {s}" for s in streams if rows(spark, lake, s) != expected[s]]
+
+    with ThreadPoolExecutor(max_workers=len(STREAMS)) as pool:
+        wrong = [line for lines in pool.map(differences, copies) for line in lines]
+    assert wrong == [], f"{len(wrong)} of {len(copies)} windows recovered other rows"
+    kinds = " ".join(copies)
+    for stream in STREAMS:
+        assert f"{stream}: temp checkpoints/{stream}/offsets/N" in kinds, sorted(copies)
+        assert f"{stream}: temp checkpoints/{stream}/commits/N" in kinds, sorted(copies)
+    for stream in ("events", "user_sessions", "security_alerts"):
+        changelog = f"{stream}: done checkpoints/{stream}/state/N/N/N.changelog"
+        assert changelog in kinds, sorted(copies)
 
 
 @pytest.mark.kafka
-def test_a_first_start_killed_at_several_points_then_launches_continuously(
-    kafka_broker, topic_factory, tmp_path: Path
+def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
+    spark, kafka_broker, topic_factory, tmp_path: Path
 ):
-    """SIGKILL (process group: driver and JVM) the continuous pipeline at each point of its
-    first start; the next continuous launch records batches and stops cleanly."""
-    import os
-    import signal
-    import time
+    """SIGKILL (process group: driver and JVM) the continuous pipeline while ``user_sessions``
+    and ``security_alerts``, side by side, are paused at different writes of their first start
+    (the issue-30 window: a temporary ``offsets/0``; state metadata without a commit); the next
+    continuous launch records batches, stops cleanly on SIGTERM, and its tables hold what a run
+    that never crashed holds."""
+    topic = topic_factory("first_start_kills", 3)
+    produce_events(kafka_broker, topic, INPUT)
+    reference = Lakehouse(tmp_path / "reference")
+    run_catch_up(spark, reference, kafka_broker, topic, STREAMS, max_offsets=BATCH_RECORDS)
+    lake_dir = tmp_path / "crashed"
+    points = ("temp:/user_sessions/offsets/0$", "done:/security_alerts/state/0/_metadata/metadata$")
+    crash = CrashPoints(tmp_path / "crash", pause_at=points)
+    worker = launch(lake_dir, kafka_broker, topic, STREAMS, "continuous", crash)
+    wait_for(
+        lambda: len(pauses(crash.folder)) == len(points) or worker.poll() is not None,
+        300,
+        f"the first start to pause at {points}",
+        every=0.05,
+    )
+    assert worker.poll() is None, (lake_dir / "worker.log").read_text()[-3000:]
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
 
-    from platform_pipelines.kafka.producer import produce_events
-    from platform_pipelines.runtime.chaos import first_batch_after, launch_worker
-    from tests.integration.events import U1_SHOPPING
-    from tests.waiting import wait_for
-
-    topic = topic_factory("first_start", 3)
-    produce_events(kafka_broker, topic, U1_SHOPPING)
-    lake = tmp_path / "lakehouse"
-    for point, reached in KILL_POINTS.items():
-        assert not reached(lake), f"{point}: already reached before this launch"
-        worker = launch_worker(tmp_path, kafka_broker, topic)
-        wait_for(
-            lambda reached=reached, worker=worker: reached(lake) or worker.poll() is not None,
-            300,
-            f"the first start to reach: {point}",
-            every=0.01,
-        )
-        assert worker.poll() is None, f"the pipeline exited before {point}"
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait()
-
-    worker, launched = launch_worker(tmp_path, kafka_broker, topic), time.monotonic()
-    first_batch_after(tmp_path, launched, worker)  # raises if it exits or never makes a batch
+    worker, launched = (
+        launch(lake_dir, kafka_broker, topic, STREAMS, "continuous"),
+        time.monotonic(),
+    )
+    first_batch_after(lake_dir, launched, worker)  # raises if it exits or never makes a batch
+    lake = Lakehouse(lake_dir / "lakehouse")
+    wait_for(
+        lambda: all((lake.checkpoint(s) / "commits" / "0").exists() for s in STREAMS),
+        300,
+        "a committed batch of every stream",
+    )
     os.kill(worker.pid, signal.SIGTERM)
-    assert worker.wait(120) == 0, (tmp_path / "worker.log").read_text()[-3000:]
-    log = (tmp_path / "worker.log").read_text()
-    assert "DELTA_SCHEMA_NOT_SET" not in log
+    assert worker.wait(120) == 0, (lake_dir / "worker.log").read_text()[-3000:]
+    log = (lake_dir / "worker.log").read_text()
     assert "Stopped gracefully on SIGTERM" in log
+    assert "user_sessions: its first start was interrupted before batch 0" in log
+    run_catch_up(spark, lake, kafka_broker, topic, STREAMS, max_offsets=BATCH_RECORDS)
+    for stream in STREAMS:
+        assert rows(spark, lake, stream) == rows(spark, reference, stream), stream
