@@ -131,9 +131,6 @@ class UISession:
         self.context = browser.new_context(
             base_url=base_url, viewport={"width": 1600, "height": 1000}
         )
-        # The "Join the Dagster community" dialog (shown on localhost) would cover the page;
-        # this is what its Skip button stores.
-        self.context.add_init_script("localStorage.setItem('communityNux', JSON.stringify('1'))")
         self.context.set_default_timeout(UI_TIMEOUT_MS)
         self.context.tracing.start(screenshots=True, snapshots=True)
         self.page = self.context.new_page()
@@ -214,6 +211,9 @@ def test_asset_graph_shows_topic_to_gold_lineage(ui_session: UISession, dagster_
         groups = page.locator("svg foreignObject.group")
         for group in GROUPS:
             expect(groups.filter(has_text=re.compile(rf"^{group}")).first).to_be_visible()
+        # dagster.yaml turns off the "Join the Dagster community" dialog of a first visit.
+        assert graphql(dagster_ui, "{ shouldShowNux }") == {"shouldShowNux": False}
+        expect(page.get_by_text("Join the Dagster community")).to_have_count(0)
         screenshot(page, "asset_graph_overview")
 
         # user_sessions and everything upstream of it, groups expanded to show the assets.
