@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster static lint audit format bench bench-quick chaos clean
+.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster static docs lint audit format bench bench-quick bench-reaction chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,11 +27,11 @@ system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL 
 	@scripts/system-deps.sh
 
 # The suite runs in two xdist workers: most of a Spark, Kafka or Dagster test waits for a trigger,
-# a tick or a run (whole suite, 741 tests: 26 min 19 s with two workers on 2 cores). TEST_WORKERS=0
-# runs it in one process.
+# a tick or a run (the whole suite: a little over 20 min with two workers on 2 cores).
+# TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
-test: setup system-deps static ## Everything the tests need, the format/lint/type checks, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
+test: setup system-deps static docs ## Everything the tests need, the format/lint/type checks, the docs build, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
 	$(BIN)/pytest -m "not cluster" $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 test-cluster: setup ## Only the tests on a real Spark standalone cluster (~3+ min; not part of make test yet)
@@ -52,12 +52,15 @@ cluster: setup ## A local Spark standalone cluster (master + 2 workers on 127.0.
 postgres: $(INSTALLED) system-deps ## A local PostgreSQL for Dagster's storage (.local/postgres); then: eval "$$(.venv/bin/platform postgres env)"
 	$(BIN)/platform postgres start
 
-CODE := platform_pipelines tests benchmarks user_streams
+CODE := platform_pipelines tests benchmarks user_streams docs
 
 static: $(INSTALLED) ## The tools own the form: ruff format --check, ruff check, mypy (import layers: in the tests)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/mypy platform_pipelines
+
+docs: $(INSTALLED) ## Build the documentation site into site/ (strict: a broken link or anchor, or a setting missing from the reference, fails it)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: static ## static, then the dependency audit
 	@$(MAKE) --no-print-directory audit
@@ -99,11 +102,14 @@ format: $(INSTALLED) ## Apply ruff fixes and formatting
 bench: setup ## Benchmark suite: platform vs plain PySpark vs native; latency, scaling, restart (benchmarks/results/suite.json + PNG)
 	$(BIN)/python benchmarks/suite.py
 
+bench-reaction: setup ## Reaction time in continuous mode: alerts, the dedup path, stale services (benchmarks/results/reaction.json)
+	$(BIN)/python benchmarks/bench_reaction.py
+
 bench-quick: setup ## The benchmark suite on tiny inputs (~4 min): a smoke run (benchmarks/results/suite-quick.*)
 	$(BIN)/python benchmarks/suite.py --quick
 
 chaos: setup ## Kill the running pipeline at random moments, 20 trials (writes benchmarks/results/)
 	$(BIN)/platform chaos --trials 20 --output benchmarks/results/chaos.json
 
-clean: ## Remove run-time state (.local: broker data, tables, checkpoints); keeps .venv
-	rm -rf .local
+clean: ## Remove run-time state (.local: broker data, tables, checkpoints) and the built docs; keeps .venv
+	rm -rf .local site
