@@ -8,7 +8,8 @@ a good record and otherwise lists every rule it breaks:
 - not JSON, or JSON that is not an object;
 - a field of the wrong JSON type (an object where a string is expected, a number in a timestamp);
 - a required field missing, null or an empty string; a value outside ``allowed_values``;
-- an event time further ahead of the processing clock than ``max_future``;
+- an event time further ahead of the processing clock than ``max_future``, or before
+  ``min_event_time`` (a placeholder such as 1970-01-01, which no watermark would admit);
 - a declared expectation that is false.
 
 JSON is parsed once into a Variant, so each field's JSON type is known exactly. Fields the schema
@@ -19,7 +20,7 @@ record has none), as Auto Loader's rescued-data column does.
 from __future__ import annotations
 
 import operator
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame
@@ -198,6 +199,8 @@ def _problems(source: KafkaSource) -> list[Column]:
         field_checks.append(F.when(unknown, F.format_string(f"unknown {name}: %s", F.col(name))))
     if source.event_time and source.event_time in source.schema and source.max_future is not None:
         field_checks.append(_future_problem(source.event_time, source.max_future.total_seconds()))
+    if source.event_time and source.event_time in source.schema and source.min_event_time:
+        field_checks.append(_past_problem(source.event_time, source.min_event_time))
     for expectation, condition in source.expectations.items():
         broken = F.coalesce(~F.expr(condition), F.lit(False))
         field_checks.append(F.when(broken, F.lit(f"expectation {expectation} failed: {condition}")))
@@ -228,3 +231,13 @@ def _future_problem(column: str, max_future_seconds: float) -> Column:
         human_duration(ahead),
     )
     return F.when(ahead > F.lit(max_future_seconds), message)
+
+
+def _past_problem(column: str, floor: datetime) -> Column:
+    """An event time before ``floor``: invalid, not late (e.g. a zero date)."""
+    since = f"{floor.astimezone(UTC):%Y-%m-%d %H:%M:%S}".removesuffix(" 00:00:00")
+    message = F.format_string(
+        f"{column} %s is before min_event_time {since} UTC: not a real event time",
+        F.date_format(F.col(column), "yyyy-MM-dd HH:mm:ss"),
+    )
+    return F.when(F.col(column) < F.lit(floor), message)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
 from pyspark.sql import DataFrame
@@ -46,6 +46,7 @@ from platform_pipelines.state.keyed import KeyedLogic
 from platform_pipelines.streams.schemas import struct_of
 
 FieldTypes = Mapping[str, str]
+MIN_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # KafkaSource's default floor
 Timeout = Literal["event_time", "processing_time"]
 
 
@@ -104,9 +105,12 @@ class KafkaSource:
         allowed_values: ``{field: (value, ...)}``: anything else is a reason.
         expectations: ``{name: SQL condition}`` over the typed fields that must hold, as Delta
             Live Tables' expectations (``{"amount_not_negative": "amount IS NULL OR amount >= 0"}``).
-        event_time: the timestamp field checked against ``max_future`` (None: no check).
+        event_time: the timestamp field checked against ``max_future`` and ``min_event_time``
+            (None: no check).
         max_future: how far ahead of the processing clock an event time may be (default 1 hour):
             one far-future event would otherwise move the watermark past every real event.
+        min_event_time: earlier event times are invalid, not late (placeholder dates such as
+            1970-01-01 or 0001-01-01): quarantined (default 2000-01-01 UTC; None: no floor).
         max_record_bytes: larger records are quarantined with their first bytes and size
             (default 256 KiB).
         description: the topic's description in the Dagster UI.
@@ -120,6 +124,7 @@ class KafkaSource:
     expectations: Mapping[str, str] = field(default_factory=dict)
     event_time: str | None = "event_time"
     max_future: timedelta | None = timedelta(hours=1)
+    min_event_time: datetime | None = MIN_EVENT_TIME
     max_record_bytes: int = 256 * 1024
     description: str = ""
     raw_table: str | None = None
@@ -154,10 +159,9 @@ class InitialState:
 
 @dataclass(frozen=True)
 class IngestStream:
-    """Bronze for a Kafka source: every record parsed and checked, good rows to ``source.table``
-    with their Kafka position and the fields the schema lacks (``_rescued_data``), the rest to
-    ``quarantine``. Declared by the platform for each
-    ``KafkaSource`` a ``StatefulStream`` reads."""
+    """Bronze for a Kafka source, declared by the platform for each ``KafkaSource`` a
+    ``StatefulStream`` reads: every record parsed and checked, good rows to ``source.table`` with
+    their Kafka position and undeclared fields (``_rescued_data``), the rest to ``quarantine``."""
 
     source: KafkaSource
     layer: str = "bronze"

@@ -75,6 +75,10 @@ def source_problems(
         )
     if source.max_record_bytes <= 0:
         problems.append("source.max_record_bytes: must be positive, e.g. 256 * 1024.")
+    if source.min_event_time is not None and source.min_event_time.utcoffset() is None:
+        problems.append(
+            "source.min_event_time: give it a time zone, e.g. datetime(2000, 1, 1, tzinfo=UTC)."
+        )
     return problems
 
 

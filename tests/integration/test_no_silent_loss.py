@@ -122,36 +122,59 @@ def test_rows_the_watermark_refuses_land_once_in_late_events_with_how_late_they_
     two = run_catch_up(spark, lake, kafka_broker, topic, streams)
 
     assert ids(table(spark, lake, "events")) == ["a", "b", "on-time"]
-    late_df = spark.read.format("delta").load(str(lake.table("late_events")))
-    # Python's datetime cannot hold the ancient event time: compare it as text
-    late = sorted(
+    # Placeholder dates are invalid, not late: bronze sets them aside, no watermark is blamed.
+    assert sorted(
+        (json.loads(r["raw_value"])["event_id"], r["reason"])
+        for r in table(spark, lake, "quarantine")
+    ) == [
         (
-            r.asDict()
-            for r in late_df.selectExpr("*", "cast(event_time as string) as event_time_text")
-            .drop("event_time")
-            .collect()
+            "ancient",
+            "event_time 0001-01-01 00:00:00 is before min_event_time 2000-01-01 UTC: not a real event time",
         ),
-        key=lambda r: (r["batch_id"], r["event_time_text"]),
-    )
+        (
+            "epoch",
+            "event_time 1970-01-01 00:00:00 is before min_event_time 2000-01-01 UTC: not a real event time",
+        ),
+    ]
+    late = sorted(table(spark, lake, "late_events"), key=lambda r: (r["batch_id"], r["event_time"]))
     assert [
         (json.loads(r["row"])["event_id"], r["stream"], r["late_by_seconds"]) for r in late
-    ] == [
-        ("epoch", "events", 0.0),
-        ("ancient", "events", 63_930_939_600.0),  # 10:20 on 2026-11-22 minus 0001-01-01
-        ("a", "events", 1200.0),
-        ("late", "events", 900.0),
-    ]
-    assert late[3]["reason"] == (
+    ] == [("a", "events", 1200.0), ("late", "events", 900.0)]
+    assert late[1]["reason"] == (
         "event_time is 15 min 0 s behind the watermark of events, which allows 10 min of lateness"
     )
     spark_dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
-    assert spark_dropped == len(late) == 4
+    assert spark_dropped == len(late) == 2
     assert ledger(spark, lake, "events") == {
-        "rows_in": 7,
+        "rows_in": 5,
         "rows_out": 3,
-        "rows_late": 4,
+        "rows_late": 2,
         "rows_quarantined": 0,
     }
+    assert ledger(spark, lake, "clickstream_raw")["rows_quarantined"] == 2
+
+
+def test_without_a_floor_placeholder_dates_are_kept_as_late_rows(
+    spark, kafka_broker, topic_factory, lake
+):
+    """A source that declares no min_event_time: its epoch-dated row reaches the stream, whose
+    watermark refuses it and keeps it in late_events, 0 s behind the first batch's watermark."""
+    topic = topic_factory("no_floor", partitions=1)
+    registry = StreamRegistry()
+    for stream in builtin_streams(BuiltinSettings(clickstream_topic=topic)):
+        if stream.name == "events":
+            declare_stream(
+                registry, replace(stream, source=replace(stream.source, min_event_time=None))
+            )
+    epoch = {**ev("epoch", "u2", "page_view", 0), "event_time": "1970-01-01T00:00:00Z"}
+    produce_events(kafka_broker, topic, [ev("a", "u1", "page_view", 0), epoch])
+
+    run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw", "events"], registry=registry)
+
+    assert table(spark, lake, "quarantine") == []
+    assert [json.loads(r["row"])["event_id"] for r in table(spark, lake, "late_events")] == [
+        "epoch"
+    ]
 
 
 def test_a_far_future_event_cannot_push_the_watermark_past_the_clock(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -128,3 +128,16 @@ def test_update_mode_needs_the_key_in_the_output_and_kafka_schema_types_are_chec
         "source: 'id' is not in source.schema; add it or remove it.",
         "output_schema: update mode upserts rows by the key 'key'; add 'key' to output_schema.",
     ]
+
+
+def test_a_source_quarantines_event_times_before_2000_by_default():
+    assert EXAMPLE.source.min_event_time == datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def test_a_min_event_time_without_a_time_zone_is_refused():
+    naive = replace(EXAMPLE.source, min_event_time=datetime(2000, 1, 1))
+
+    assert problems_of(replace(EXAMPLE, source=naive)) == [
+        "source.min_event_time: give it a time zone, e.g. datetime(2000, 1, 1, tzinfo=UTC)."
+    ]
+
