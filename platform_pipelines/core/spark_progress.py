@@ -6,7 +6,8 @@ Field names are Spark 4.2's, as captured from real queries (RocksDB state store,
 * ``timestamp`` (batch start) and ``eventTime.watermark`` are ISO-8601 UTC strings with
   milliseconds, e.g. ``"2026-11-22T02:48:35.370Z"``. Before the first watermark is computed Spark
   reports ``"1970-01-01T00:00:00.000Z"``; that is read as "no watermark yet". A query without
-  a watermark has no ``eventTime.watermark`` at all.
+  a watermark has no ``eventTime.watermark`` at all. ``eventTime.min``, ``max`` and ``avg``
+  describe the batch's rows (on the watermark's column) and are absent for a batch without rows.
 * ``stateOperators[]``: ``numRowsTotal``, ``numRowsUpdated``, ``numRowsRemoved``,
   ``memoryUsedBytes``, ``numRowsDroppedByWatermark`` and ``customMetrics``. With RocksDB,
   ``customMetrics`` holds ``rocksdbSstFileSize`` (bytes of the SST files of the last uploaded
@@ -62,6 +63,13 @@ def watermark_seconds(progress: Progress) -> float | None:
     reports the epoch itself before the first watermark) or the query declares none."""
     value = parse_iso((progress.get("eventTime") or {}).get("watermark"))
     return value if value else None
+
+
+def event_time(progress: Progress, stat: str) -> float | None:
+    """``eventTime.min``, ``max`` or ``avg`` of the batch's rows (epoch seconds, of the column
+    the watermark is on); None for a batch without rows or a query without a watermark. Unlike
+    the watermark, the epoch itself is a value here: a row dated 1970-01-01 reports it."""
+    return parse_iso((progress.get("eventTime") or {}).get(stat))
 
 
 def operators(progress: Progress) -> list[Mapping[str, Any]]:

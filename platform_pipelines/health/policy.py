@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from platform_pipelines.health.checkpoint import CheckpointExpectations
 from platform_pipelines.spark.session import ROCKSDB_PROVIDER, SparkOptions
+from platform_pipelines.streams.declare import MIN_EVENT_TIME
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class HealthPolicy:
             batch's wall clock. This includes the stream's declared watermark delay: keep it above.
         watermark_ahead_fail_seconds: a watermark ahead of the batch's clock makes on-time rows
             late; up to this far ahead warns (producers' clocks a little fast), beyond it fails.
+        implausible_before: late rows of a batch holding event times before this (epoch
+            seconds; 2000-01-01 UTC, bronze's default ``min_event_time``) are invalid times,
+            not a watermark too tight: they are reported apart and only warn.
     """
 
     stale_after_triggers: float = 3.0
@@ -59,6 +63,7 @@ class HealthPolicy:
     late_rows_fail_fraction: float = 0.001
     watermark_delay_warn_seconds: float = 3600.0
     watermark_ahead_fail_seconds: float = 60.0
+    implausible_before: float = MIN_EVENT_TIME.timestamp()
 
 
 DEFAULT_POLICY = HealthPolicy()

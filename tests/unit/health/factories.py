@@ -51,8 +51,14 @@ def batch(
     sst: int | None = 500_000,
     dropped: int = 0,
     watermark_delay: float | None = 120.0,
+    oldest_event: float | None = None,
+    query_run: str | None = None,
 ) -> ProgressRecord:
-    """Batch ``i`` recorded at ``T0 + i * every``; ``state_rows=None`` is a stateless query."""
+    """Batch ``i`` recorded at ``T0 + i * every``; ``state_rows=None`` is a stateless query.
+
+    Its rows' event times (``eventTime.min``/``max``, only with a watermark) end 1 s before the
+    batch started and span 5 s, or reach back to ``oldest_event`` (epoch seconds); ``query_run``
+    sets Spark's ``runId`` (the template's otherwise)."""
     p = copy.deepcopy(TEMPLATE)
     ts = T0 + i * every
     duration_ms = round(rows_in / processed_rate * 1000) if processed_rate else 0
@@ -65,8 +71,13 @@ def batch(
         processedRowsPerSecond=processed_rate,
     )
     p["durationMs"]["triggerExecution"] = duration_ms
-    if watermark_delay is None:
-        del p["eventTime"]["watermark"]
+    newest_event = ts - duration_ms / 1000 - 1.0
+    oldest = newest_event - 5.0 if oldest_event is None else oldest_event
+    p["eventTime"].update(min=iso(oldest), max=iso(newest_event), avg=iso(newest_event - 2.5))
+    if query_run is not None:
+        p["runId"] = query_run
+    if watermark_delay is None:  # Spark reports no event times for a query without a watermark
+        p["eventTime"] = {}
     else:
         p["eventTime"]["watermark"] = iso(ts - duration_ms / 1000 - watermark_delay)
     if state_rows is None:

@@ -294,3 +294,74 @@ def test_a_batch_replayed_after_a_crash_is_counted_once():
         "6 of 10,000 rows (0.06%) over 10 batches arrived after the watermark: they are in "
         "late_events, not in the table of events",
     )
+
+
+# Late rows by cause: invalid event times are reported apart from rows late for the watermark.
+
+YEAR_1 = -62_135_596_800.0  # 0001-01-01T00:00:00Z
+INVALID_REMEDY = (
+    "Quarantine them at the edge: keep min_event_time on the stream's KafkaSource (bronze then "
+    "sets such rows aside with the reason), and fix the producer that writes them; do not raise "
+    "the watermark for them."
+)
+
+
+def test_late_rows_dated_1970_and_year_1_are_invalid_times_not_a_tight_watermark():
+    # The stream: 304 rows, of which one dated 1970-01-01 and one 0001-01-01.
+    records = [
+        *batches(2, rows_in=[300, 4], dropped=1, oldest_event=[0.0, YEAR_1]),
+        counted(0, rows_in=300, late=1),
+        counted(1, rows_in=4, late=1),
+    ]
+
+    verdict = judge_late_data(records, stream="events")
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
+        "2 late rows came in 2 batches holding event times before 2000-01-01 (the oldest "
+        "0001-01-01): invalid event times, which no watermark admits",
+        INVALID_REMEDY,
+    )
+    assert verdict.evidence == {
+        "late_rows": 2,
+        "rows_in": 304,
+        "invalid_time_late_rows": 2,
+        "watermark_delay_seconds": 120.0,
+    }
+
+
+def test_rows_late_for_the_watermark_beside_invalid_times_are_still_judged():
+    records = [
+        *batches(2, rows_in=[1000, 4], dropped=[20, 1], oldest_event=[None, 0.0]),
+        counted(0, late=20),
+        counted(1, rows_in=4, late=1),
+    ]
+
+    verdict = judge_late_data(records, stream="events")
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        "20 of 1,004 rows (1.99%) over 2 batches arrived after the watermark: they are in "
+        "late_events, not in the table of events; 1 late row came in 1 batch holding event times "
+        "before 2000-01-01 (the oldest 1970-01-01): invalid event times, which no watermark admits",
+        f"{LATE_REMEDY} {INVALID_REMEDY}",
+    )
+
+
+def test_old_but_plausible_event_times_are_late_rows_like_any_other():
+    records = [*batches(1, dropped=5, oldest_event=T0 - 86_400.0), counted(0, late=5)]
+
+    verdict = judge_late_data(records, stream="events")
+
+    assert (verdict.status, verdict.remedy) == (Status.FAIL, LATE_REMEDY)  # 0.5% > 0.1%
+    assert "invalid_time_late_rows" not in verdict.evidence
+
+
+def test_a_batch_with_invalid_times_but_no_late_row_is_no_cause_for_concern():
+    # The floor is the source's job: a row Spark let in is judged by the watermark alone.
+    verdict = judge_late_data(batches(3, oldest_event=0.0), stream="events")
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "no late rows among 3,000 over 3 batches; watermark 2 min behind the wall clock",
+    )
