@@ -9,9 +9,18 @@ from platform_pipelines.core.spark_progress import op_sum, operators, sst_bytes
 from platform_pipelines.core.units import count, duration, size
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
 from platform_pipelines.health.history import batches, progress_of, ran_state, slope
+from platform_pipelines.health.key_horizon import KeyHorizon, clock_advance
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
 
 STATE_GROWTH = "state_growth"
+LEAK_REMEDY = (
+    "State keys are never removed: add a watermark, a state TTL or a timer that clears each key "
+    "when it is done."
+)
+OUTLIVED_REMEDY = (
+    "Keys outlive what the stream declares: remove each key's state when it is done (on its "
+    "timer, when its session or window closes), or declare the key_lifetime its keys really have."
+)
 
 
 def _stateful(done: Sequence[ProgressRecord]) -> list[ProgressRecord]:
@@ -83,6 +92,7 @@ def _budget_verdict(
 def judge_state_growth(
     records: Sequence[ProgressRecord],
     policy: HealthPolicy = DEFAULT_POLICY,
+    horizon: KeyHorizon | None = None,
 ) -> Verdict:
     """Does the query's state stay bounded? (check ``state_growth``)
 
@@ -91,8 +101,12 @@ def judge_state_growth(
 
     * leak: the newest run of consecutive batches with ``numRowsRemoved == 0`` in all of them
       and ``numRowsTotal`` never decreasing (see ``growth_run``) is at least
-      ``leak_min_batches`` long and its rows grew from first to last: fail ``state grew from A
-      to B rows over N batches and nothing was removed``. Fewer batches are never a leak.
+      ``leak_min_batches`` long and its rows grew from first to last. Fewer batches are never a
+      leak. Without a ``horizon`` (the stream declares nothing that removes keys): fail ``state
+      grew from A to B rows over N batches and nothing was removed``. With one, the run is a
+      leak only once the stream's clock moved past the run's first events by more than the
+      horizon (``clock_advance``): fail naming both; before that it passes, ``... with nothing
+      removed yet``, since no key could be due (when the batches do not tell, as without one).
     * budgets, over the last ``window_batches`` stateful batches: state rows against
       ``state_rows_budget``, and ``memoryUsedBytes`` and (when reported) RocksDB's SST size each
       against ``state_bytes_budget``. The newest value over a budget fails. Otherwise a
@@ -103,7 +117,8 @@ def judge_state_growth(
 
     Evidence: ``state_rows``, ``state_memory_bytes``, ``state_sst_bytes`` (when reported),
     ``bytes_per_key`` (SST bytes when above 0, else memory bytes, per state row), the growth
-    run's ``growth_batches`` and the budget numbers.
+    run's ``growth_batches``, with a horizon ``key_horizon_seconds`` and (when measured)
+    ``clock_advance_seconds``, and the budget numbers.
     """
     done = batches(records)
     if not done:
@@ -127,19 +142,8 @@ def judge_state_growth(
         evidence["bytes_per_key"] = round((sst or memory) / rows, 1)
     run = growth_run(stateful)
     evidence["growth_batches"] = len(run)
-    verdicts: list[Verdict] = []
-    first_rows = op_sum(progress_of(run[0]), "numRowsTotal") if run else rows
-    if len(run) >= policy.leak_min_batches and rows > first_rows:
-        verdicts.append(
-            failed(
-                STATE_GROWTH,
-                f"state grew from {count(first_rows)} to {count(rows)} rows over {len(run)} batches and "
-                "nothing was removed",
-                "State keys are never removed: add a watermark, a state TTL or a timer that "
-                "clears each key when it is done.",
-                {"leak_from_rows": first_rows, "leak_to_rows": rows},
-            )
-        )
+    leak, young = _leak(run, rows, policy, horizon, evidence)
+    verdicts: list[Verdict] = [leak] if leak is not None else []
 
     window = stateful[-policy.window_batches :]
     # (what, unit, series, budget, forecast): RocksDB's memoryUsedBytes is its memtables and
@@ -175,10 +179,47 @@ def judge_state_growth(
     if not verdicts:
         return passed(
             STATE_GROWTH,
-            f"state holds {count(rows)} rows ({len(stateful)} stateful batches)",
+            young or f"state holds {count(rows)} rows ({len(stateful)} stateful batches)",
             evidence,
         )
     result = combine(STATE_GROWTH, verdicts)
     return Verdict(
         result.check, result.status, result.summary, {**evidence, **result.evidence}, result.remedy
+    )
+
+
+def _leak(
+    run: Sequence[ProgressRecord],
+    rows: int,
+    policy: HealthPolicy,
+    horizon: KeyHorizon | None,
+    evidence: dict[str, float | int | str],
+) -> tuple[Verdict | None, str | None]:
+    """The leak judgement of ``judge_state_growth`` on the growth run: (a failed verdict, or
+    the pass summary of growth the horizon explains, or neither). Adds its evidence."""
+    first_rows = op_sum(progress_of(run[0]), "numRowsTotal") if run else rows
+    if len(run) < policy.leak_min_batches or rows <= first_rows:
+        return None, None
+    grew = f"state grew from {count(first_rows)} to {count(rows)} rows over {len(run)} batches"
+    numbers = {"leak_from_rows": first_rows, "leak_to_rows": rows}
+    advance = clock_advance(run, horizon) if horizon is not None else None
+    if horizon is not None:
+        evidence["key_horizon_seconds"] = horizon.seconds
+        if advance is not None:
+            evidence["clock_advance_seconds"] = round(advance, 1)
+    if horizon is None or advance is None:
+        return failed(STATE_GROWTH, f"{grew} and nothing was removed", LEAK_REMEDY, numbers), None
+    moved, keeps = _clock_words(advance, horizon)
+    if advance > horizon.seconds:
+        summary = f"{grew} and nothing was removed, though {moved}: past {keeps}"
+        return failed(STATE_GROWTH, summary, OUTLIVED_REMEDY, numbers), None
+    return None, f"{grew} with nothing removed yet: {moved}, within {keeps}"
+
+
+def _clock_words(advance: float, horizon: KeyHorizon) -> tuple[str, str]:
+    """(``event time moved on 1 min 1 s``, ``the 20 min the stream keeps a key (...)``)."""
+    clock = "event time" if horizon.clock == "event_time" else "processing time"
+    return (
+        f"{clock} moved on {duration(advance)}",
+        f"the {duration(horizon.seconds)} the stream keeps a key ({horizon.describe()})",
     )

@@ -117,6 +117,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             unique_key="session_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
+            key_lifetime=gap,  # a session's state goes when the watermark passes its end + gap
             state_format=SESSIONS_STATE_FORMAT,
         ),
         StatefulStream(
@@ -131,6 +132,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             unique_key="alert_id",
             watermark=cfg.session_watermark,
             timeout="event_time",
+            key_lifetime=cfg.alert_window,  # failures expire a window after the newest one
             state_format=ALERTS_STATE_FORMAT,
         ),
         StatefulStream(

@@ -231,6 +231,9 @@ class StatefulStream:
             state. Rows later than the watermark go to ``late_events`` with the reason.
         timeout: ``event_time`` (fires when the watermark passes the logic's timer) or
             ``processing_time`` (fires on a later trigger, even without new data), or None.
+        key_lifetime: how long a key's state outlives its newest event before the logic
+            removes it, on the timeout's clock: the session gap, the alert window (None: the
+            watermark delay, as ``dropDuplicatesWithinWatermark``). ``state_growth`` judges by it.
         trigger: the default interval between micro-batches in continuous runs.
         sink_table: the Delta table written (default: ``name``).
         initial_state: where to seed state from on a new checkpoint (``InitialState``); may be
@@ -256,6 +259,7 @@ class StatefulStream:
     event_time: str = "event_time"
     watermark: timedelta | None = None
     timeout: Timeout | None = None
+    key_lifetime: timedelta | None = None
     trigger: timedelta = timedelta(seconds=10)
     sink_table: str | None = None
     initial_state: InitialState | None = None

@@ -150,6 +150,8 @@ def _time_problems(stream: StatefulStream) -> list[str]:
         )
     if stream.watermark is not None and stream.watermark.total_seconds() <= 0:
         problems.append("watermark: must be a positive duration, e.g. timedelta(minutes=10).")
+    if stream.key_lifetime is not None and stream.key_lifetime.total_seconds() <= 0:
+        problems.append("key_lifetime: must be a positive duration, e.g. timedelta(minutes=30).")
     if stream.trigger.total_seconds() <= 0:
         problems.append("trigger: must be a positive duration, e.g. timedelta(seconds=10).")
     if (

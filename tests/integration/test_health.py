@@ -15,6 +15,7 @@ import pytest
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.evaluate import HealthConfig, ask_broker, evaluate_stream
+from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.runs import run_state_from_records
 from platform_pipelines.health.state_growth import judge_state_growth
@@ -120,6 +121,17 @@ def test_a_stream_that_never_removes_state_is_flagged_as_leaking_and_builtins_ar
     for name in BUILTIN:
         judged = judge_state_growth(store.recent(name, 60))
         assert judged.status is Status.PASS, f"{name}: {judged.line()}"
+        declared = judge_state_growth(
+            store.recent(name, 60), horizon=key_horizon(registry.get(name))
+        )
+        assert declared.status is Status.PASS, f"{name}: {declared.line()}"
+    # Judged against what key_counts declares (a 10-minute watermark), its keys, 75 event-time
+    # minutes old, have outlived it: still a leak.
+    declared = judge_state_growth(
+        store.recent("key_counts", 60), horizon=key_horizon(registry.get("key_counts"))
+    )
+    assert declared.status is Status.FAIL
+    assert "past the 20 min the stream keeps a key" in declared.summary
 
     # The run recorded a start, the batches and a clean end.
     events = [r.event for r in store.recent("user_sessions", 200)]

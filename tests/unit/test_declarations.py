@@ -141,3 +141,8 @@ def test_a_min_event_time_without_a_time_zone_is_refused():
         "source.min_event_time: give it a time zone, e.g. datetime(2000, 1, 1, tzinfo=UTC)."
     ]
 
+
+def test_a_key_lifetime_that_is_not_positive_is_refused():
+    assert problems_of(replace(EXAMPLE, key_lifetime=timedelta(0))) == [
+        "key_lifetime: must be a positive duration, e.g. timedelta(minutes=30)."
+    ]

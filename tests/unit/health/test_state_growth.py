@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from platform_pipelines.core.verdict import Status
+from platform_pipelines.health.key_horizon import KeyHorizon, key_horizon
 from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.state_growth import growth_run, judge_state_growth
+from platform_pipelines.streams.builtin import builtin_streams
 from tests.unit.health.factories import batch, batches, real_records, started
+from user_streams.running_count import STREAMS
 
 GROWING = [1000 * (i + 1) for i in range(10)]
 LEAK_REMEDY = (
@@ -353,3 +356,126 @@ def test_batches_are_judged_in_time_order_whatever_order_they_were_read_in():
     assert verdict.summary == (
         "state grew from 1,000 to 10,000 rows over 10 batches and nothing was removed"
     )
+
+
+# Judged against what the stream declares: keys younger than its horizon are not a leak.
+
+EVENTS = builtin_streams().get("events")  # dedup within a 10-minute watermark
+SESSIONS = builtin_streams().get("user_sessions")  # 10-minute watermark, 30-minute gap
+OUTLIVED_REMEDY = (
+    "Keys outlive what the stream declares: remove each key's state when it is done (on its "
+    "timer, when its session or window closes), or declare the key_lifetime its keys really have."
+)
+
+
+def test_dedup_keys_younger_than_the_watermark_are_not_a_leak():
+    # The stream: 7 batches 10 s apart, every key less than two minutes old.
+    rows = [500, 600, 700, 800, 900, 950, 1000]
+    records = batches(7, state_rows=rows, removed=0, watermark_delay=600.0)
+
+    verdict = judge_state_growth(records, horizon=key_horizon(EVENTS))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.PASS,
+        "state grew from 500 to 1,000 rows over 7 batches with nothing removed yet: event time "
+        "moved on 1 min 1 s, within the 20 min the stream keeps a key (watermark 10 min + key "
+        "lifetime 10 min)",
+        "",
+    )
+    assert (verdict.evidence["key_horizon_seconds"], verdict.evidence["clock_advance_seconds"]) == (
+        1200.0,
+        61.0,  # 6 batches of 10 s, plus the 1 s the first batch's newest event was old
+    )
+
+
+def test_open_sessions_within_their_gap_are_not_a_leak():
+    rows = [40, 52, 63, 75, 85]
+
+    verdict = judge_state_growth(
+        batches(5, state_rows=rows, removed=0, watermark_delay=600.0), horizon=key_horizon(SESSIONS)
+    )
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state grew from 40 to 85 rows over 5 batches with nothing removed yet: event time moved "
+        "on 41 s, within the 40 min the stream keeps a key (watermark 10 min + key lifetime 30 min)",
+    )
+
+
+def test_keys_kept_past_the_declared_horizon_are_still_a_leak():
+    # key_counts declares a 10-minute watermark but its logic never removes a key: 26 batches a
+    # minute apart take event time 25 minutes on, past the 20 it may keep a key.
+    key_counts = STREAMS[0]
+    records = batches(
+        26,
+        every=60.0,
+        state_rows=[100 * (i + 1) for i in range(26)],
+        removed=0,
+        watermark_delay=600.0,
+    )
+
+    verdict = judge_state_growth(records, horizon=key_horizon(key_counts))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        "state grew from 100 to 2,600 rows over 26 batches and nothing was removed, though event "
+        "time moved on 25 min 1 s: past the 20 min the stream keeps a key (watermark 10 min + key "
+        "lifetime 10 min)",
+        OUTLIVED_REMEDY,
+    )
+    assert verdict.evidence["leak_to_rows"] == 2600
+
+
+def test_a_stream_that_declares_no_horizon_is_judged_by_its_batches_alone():
+    records = batches(5, state_rows=GROWING[:5], removed=0, watermark_delay=None)
+
+    verdict = judge_state_growth(
+        records, horizon=key_horizon(builtin_streams().get("service_status"))
+    )
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.FAIL,
+        "state grew from 1,000 to 5,000 rows over 5 batches and nothing was removed",
+        LEAK_REMEDY,
+    )
+
+
+def test_without_a_watermark_in_the_batches_a_horizon_cannot_excuse_growth():
+    records = batches(5, state_rows=GROWING[:5], removed=0, watermark_delay=None)
+
+    verdict = judge_state_growth(records, horizon=key_horizon(EVENTS))
+
+    assert (verdict.status, verdict.remedy) == (Status.FAIL, LEAK_REMEDY)
+    assert "clock_advance_seconds" not in verdict.evidence
+
+
+def test_a_processing_time_horizon_is_measured_on_the_wall_clock():
+    timeouts = KeyHorizon("processing_time", 0.0, 300.0)
+    growing = {"state_rows": GROWING, "removed": 0, "watermark_delay": None}
+
+    young = judge_state_growth(batches(10, every=10.0, **growing), horizon=timeouts)
+    old = judge_state_growth(batches(10, every=40.0, **growing), horizon=timeouts)
+
+    assert (young.status, young.summary) == (
+        Status.PASS,
+        "state grew from 1,000 to 10,000 rows over 10 batches with nothing removed yet: processing "
+        "time moved on 1 min 30 s, within the 5 min the stream keeps a key (processing-time "
+        "timeout 5 min)",
+    )
+    assert (old.status, old.summary, old.remedy) == (
+        Status.FAIL,
+        "state grew from 1,000 to 10,000 rows over 10 batches and nothing was removed, though "
+        "processing time moved on 6 min: past the 5 min the stream keeps a key (processing-time "
+        "timeout 5 min)",
+        OUTLIVED_REMEDY,
+    )
+
+
+def test_a_healthy_stream_with_a_horizon_reads_as_before():
+    verdict = judge_state_growth(batches(10, watermark_delay=600.0), horizon=key_horizon(EVENTS))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "state holds 5,000 rows (10 stateful batches)",
+    )
+    assert "key_horizon_seconds" not in verdict.evidence
