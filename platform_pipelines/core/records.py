@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-EventKind = Literal["started", "progress", "batch", "idle", "terminated"]
+EventKind = Literal["started", "waiting", "progress", "batch", "idle", "terminated"]
 
 
 @dataclass(frozen=True)
@@ -19,10 +19,11 @@ class ProgressRecord:
 
     Attributes:
         ts: when it was recorded, in seconds since the epoch (wall clock of the driver).
-        event: ``started`` (the query started), ``progress`` (a micro-batch finished, as Spark
-            reports it), ``batch`` (what the platform's writer did with a micro-batch's rows:
-            ``counts``), ``idle`` (a trigger found no new data) or ``terminated`` (the query
-            ended).
+        event: ``started`` (the query started), ``waiting`` (the run holds the stream but
+            cannot start its query yet: ``waiting_for``), ``progress`` (a micro-batch finished,
+            as Spark reports it), ``batch`` (what the platform's writer did with a micro-batch's
+            rows: ``counts``), ``idle`` (a trigger found no new data) or ``terminated`` (the
+            query ended, or a run ended before the query could start).
         stream: the stream's name (the Spark query name).
         run_id: the Dagster run (or other owner) that ran the query; empty when unknown.
         progress: for ``progress``, Spark's StreamingQueryProgress as a dict (its JSON).
@@ -35,6 +36,8 @@ class ProgressRecord:
         host: the driver's host name.
         batch_id: for ``batch``, the micro-batch.
         counts: for ``batch``, ``rows_in``, ``rows_out``, ``rows_late`` and ``rows_quarantined``.
+        waiting_for: for ``waiting``, the Kafka topic that does not exist yet (read by the
+            stream, or by a stream upstream of it in the same run).
     """
 
     ts: float
@@ -49,6 +52,7 @@ class ProgressRecord:
     host: str = ""
     batch_id: int | None = None
     counts: Mapping[str, int] | None = None
+    waiting_for: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(

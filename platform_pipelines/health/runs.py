@@ -32,12 +32,15 @@ class RunState:
         run_id: the run that owns (or last owned) the stream; empty when unknown.
         process_gone: the run says it is active, but its process no longer exists: the caller
             should mark the run failed.
+        waiting_for: the run is active but waits for this Kafka topic to exist before it starts
+            the stream's query (its newest record is ``waiting``); empty otherwise.
     """
 
     status: RunStatus
     detail: str = ""
     run_id: str = ""
     process_gone: bool = False
+    waiting_for: str = ""
 
 
 def pid_alive(pid: int) -> bool:
@@ -79,9 +82,7 @@ def classify_run(
         return RunState("never_run", "no run has started it yet")
     if run_status is None:
         return run_state_from_records(records, alive)
-    # The listener records asynchronously: a query's last batch may land after its end, so the
-    # newest start or end says what the query did.
-    last = next((r for r in reversed(records) if r.event in ("started", "terminated")), records[-1])
+    last = newest_turn(records)
     run, short = last.run_id, last.run_id[:8]
     if run_status in ACTIVE_RUN_STATUSES:
         if process_gone(last, alive):
@@ -89,7 +90,7 @@ def classify_run(
             return RunState("failed", why, run, process_gone=True)
         if last.event == "terminated" and not last.error_class:
             return RunState("stopped", f"run {short} is finishing", run)
-        return RunState("running", f"run {short} is {run_status.lower()}", run)
+        return _running(last, f"run {short} is {run_status.lower()}")
     if run_status == "FAILURE":
         if last.event != "terminated" and process_gone(last, alive):
             return RunState(
@@ -108,9 +109,7 @@ def run_state_from_records(
     """The run state as the records alone tell it (for the CLI, which has no run status)."""
     if not records:
         return RunState("never_run", "no progress recorded")
-    # Progress of a query's last batch may be recorded just after its end (the listener is
-    # asynchronous): the newest start or end says whether it runs.
-    last = next((r for r in reversed(records) if r.event in ("started", "terminated")), records[-1])
+    last = newest_turn(records)
     run, short = last.run_id, last.run_id[:8]
     if last.event == "terminated":
         if last.error_class:
@@ -118,4 +117,21 @@ def run_state_from_records(
         return RunState("stopped", f"run {short} stopped", run)
     if process_gone(last, alive):
         return RunState("failed", f"the process of run {short} (pid {last.pid}) is gone", run)
-    return RunState("running", f"run {short}", run)
+    return _running(last, f"run {short}")
+
+
+def newest_turn(records: Sequence[ProgressRecord]) -> ProgressRecord:
+    """The newest record that says what the run did with the query: started it, waits to start
+    it, or saw it end (the newest record when there is none of those). The listener records
+    asynchronously, so a query's last batch may land after its end: it is not such a record."""
+    turns = ("started", "waiting", "terminated")
+    return next((r for r in reversed(records) if r.event in turns), records[-1])
+
+
+def _running(last: ProgressRecord, detail: str) -> RunState:
+    if last.event == "waiting" and last.waiting_for:
+        topic = last.waiting_for
+        return RunState(
+            "running", f"{detail}, waiting for Kafka topic {topic}", last.run_id, waiting_for=topic
+        )
+    return RunState("running", detail, last.run_id)

@@ -169,3 +169,46 @@ def test_a_failed_run_whose_last_batch_was_recorded_after_its_error_fails_with_i
     state = classify_run("FAILURE", records, "Stream 'events' failed: boom", alive=gone)
 
     assert state == RunState("failed", "run 1a2b3c4d failed: Stream 'events' failed: boom", RUN)
+
+
+def waiting(ts: float = 1.0, topic: str = "service_heartbeats") -> ProgressRecord:
+    return ProgressRecord(
+        ts, "waiting", "service_status", RUN, pid=4242, host=HERE, waiting_for=topic
+    )
+
+
+def test_an_active_run_that_waits_for_the_topic_runs_and_says_what_it_waits_for():
+    assert classify_run("STARTED", [waiting()], alive=alive) == RunState(
+        "running",
+        "run 1a2b3c4d is started, waiting for Kafka topic service_heartbeats",
+        RUN,
+        waiting_for="service_heartbeats",
+    )
+    assert run_state_from_records([waiting()], alive) == RunState(
+        "running",
+        "run 1a2b3c4d, waiting for Kafka topic service_heartbeats",
+        RUN,
+        waiting_for="service_heartbeats",
+    )
+
+
+def test_a_wait_in_a_new_run_is_newer_than_the_end_of_the_last_one():
+    records = [*ENDED, waiting(4.0)]
+
+    assert classify_run("STARTED", records, alive=alive).waiting_for == "service_heartbeats"
+
+
+def test_once_the_topic_exists_the_started_query_ends_the_wait():
+    records = [waiting(1.0), record("started", 2.0), record("progress", 3.0)]
+
+    assert classify_run("STARTED", records, alive=alive) == RunState(
+        "running", "run 1a2b3c4d is started", RUN
+    )
+
+
+def test_a_run_that_ended_while_waiting_is_stopped_or_gone_like_any_other():
+    ended = [waiting(1.0), record("terminated", 2.0)]
+
+    assert classify_run("SUCCESS", ended, alive=alive).status == "stopped"
+    assert run_state_from_records(ended, alive).status == "stopped"
+    assert run_state_from_records([waiting()], gone).status == "failed"  # its process died
