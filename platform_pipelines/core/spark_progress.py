@@ -38,6 +38,11 @@ def batch_id(progress: Progress) -> int:
     return int(progress.get("batchId", -1))
 
 
+def query_run(progress: Progress) -> str:
+    """The query run that ran the batch (``runId``): a new one each time the query starts."""
+    return str(progress.get("runId") or "")
+
+
 def input_rows(progress: Progress) -> int:
     """Rows the batch read (``numInputRows``)."""
     return int(progress.get("numInputRows") or 0)

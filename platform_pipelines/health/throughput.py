@@ -11,11 +11,13 @@ from platform_pipelines.core.spark_progress import (
     input_rate,
     input_rows,
     processed_rate,
+    query_run,
 )
 from platform_pipelines.core.units import count
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
 from platform_pipelines.health.history import batches, progress_of
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
+from platform_pipelines.health.runs import RunState
 
 FALLING_BEHIND = "falling_behind"
 
@@ -86,31 +88,66 @@ def judge_falling_behind(
     records: Sequence[ProgressRecord],
     lag: Lag | None,
     policy: HealthPolicy = DEFAULT_POLICY,
+    run: RunState | None = None,
 ) -> Verdict:
     """Does the query keep up with its input?
 
-    Two judgements, shown as one (the worse wins):
+    Judged only while its run runs it (``run`` None: as if it did). A stream that is not
+    running, or whose run waits for its topic, passes ``not judged: ...`` with its lag, when
+    known, as evidence: a stopped stream has nothing to keep up with. Otherwise two
+    judgements, shown as one (the worse wins):
 
-    * rates, over the last ``window_batches`` batches (see ``Rates``): warn when at least
+    * rates, over the last ``window_batches`` batches of the newest query run (a continuous
+      run's catch-up phase is a query run of its own) (see ``Rates``): warn when at least
       ``min_rate_batches`` batches had input, every one of them was full, and the input rate is
-      above ``behind_ratio`` times the processed rate;
+      above ``behind_ratio`` times the processed rate. A catch-up (trigger 0) reads a backlog
+      as fast as it can: its rates are not judged, only its lag;
     * lag (see ``Lag``): above ``lag_fail_records`` fail, above ``lag_warn_records`` warn; an
       unknown lag fails with its cause (the stream cannot read). No lag: rates only.
     """
-    rates = window_rates(batches(records)[-policy.window_batches :])
-    verdicts = [_rate_verdict(rates, policy)]
+    if run is not None and (run.status != "running" or run.waiting_for):
+        return _not_judged(run, lag)
+    current = newest_query_run(batches(records))
+    rates = window_rates(current[-policy.window_batches :])
+    catching_up = bool(current) and current[-1].trigger_seconds == 0
+    verdicts = [_rate_verdict(rates, policy, catching_up)]
     if lag is not None:
         verdicts.append(_lag_verdict(lag, policy))
     return combine(FALLING_BEHIND, verdicts)
 
 
-def _rate_verdict(rates: Rates, policy: HealthPolicy) -> Verdict:
+def newest_query_run(done: Sequence[ProgressRecord]) -> list[ProgressRecord]:
+    """The batches (oldest first) of the query run that ran the newest of ``done``."""
+    if not done:
+        return []
+    newest = query_run(progress_of(done[-1]))
+    return [r for r in done if query_run(progress_of(r)) == newest]
+
+
+def _not_judged(run: RunState, lag: Lag | None) -> Verdict:
+    if run.waiting_for:
+        why = f"waiting for Kafka topic {run.waiting_for} to exist"
+    else:
+        why = f"not running ({run.detail or run.status.replace('_', ' ')})"
+    if lag is None or lag.records is None:
+        return passed(FALLING_BEHIND, f"not judged: {why}")
+    behind = f"{count(lag.records)} records behind its {lag.input}"
+    return passed(FALLING_BEHIND, f"not judged: {why}; {behind}", {"lag_records": lag.records})
+
+
+def _rate_verdict(rates: Rates, policy: HealthPolicy, catching_up: bool = False) -> Verdict:
     evidence: dict[str, float | int | str] = {
         "input_rows_per_second": round(rates.input, 2),
         "processed_rows_per_second": round(rates.processed, 2),
         "rate_batches": rates.batches,
         "full_batches": rates.full,
     }
+    if catching_up and rates.batches:
+        return passed(
+            FALLING_BEHIND,
+            f"catching up at {rates.processed:.1f} rows/s (a catch-up's rates are not judged)",
+            evidence,
+        )
     behind = (
         rates.batches >= policy.min_rate_batches
         and rates.full == rates.batches

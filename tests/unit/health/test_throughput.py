@@ -10,6 +10,7 @@ import pytest
 from platform_pipelines.core.records import ProgressRecord
 from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.policy import HealthPolicy
+from platform_pipelines.health.runs import RunState
 from platform_pipelines.health.throughput import Lag, Rates, judge_falling_behind, window_rates
 from tests.unit.health.factories import batches, real_records
 
@@ -224,3 +225,88 @@ def test_a_real_query_keeps_up(name: str, summary: str):
 
     assert (verdict.status, verdict.summary) == (Status.PASS, summary)
     assert "lag_records" not in verdict.evidence  # its Kafka source metrics are not read
+
+
+# Judged only while the stream runs, and only on the batches of its continuous query run.
+
+STOPPED = RunState("stopped", "run 1a2b3c4d finished (success)", "1a2b3c4d")
+RUNNING = RunState("running", "run 1a2b3c4d is started", "1a2b3c4d")
+# What a catch-up reports: big backlog batches, each full, input measured faster than processed.
+CATCH_UP = {"rows_in": 3000, "input_rate": 151.2, "processed_rate": 54.7, "query_run": "catch-up"}
+
+
+def test_a_stopped_stream_is_not_judged_on_the_batches_of_its_last_run():
+    records = batches(10, **CATCH_UP)
+
+    verdict = judge_falling_behind(records, Lag(TOPIC, 1234), run=STOPPED)
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.PASS,
+        "not judged: not running (run 1a2b3c4d finished (success)); 1,234 records behind its "
+        "Kafka topic clicks",
+        "",
+    )
+    assert verdict.evidence == {"lag_records": 1234}
+
+
+def test_a_stopped_stream_whose_lag_is_unknown_is_not_failed_for_it():
+    verdict = judge_falling_behind(batches(3), Lag(TOPIC, None, BROKER_DOWN), run=STOPPED)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "not judged: not running (run 1a2b3c4d finished (success))",
+    )
+
+
+def test_a_stream_waiting_for_its_topic_is_not_judged():
+    waiting = RunState("running", "run 1a2b3c4d", "1a2b3c4d", waiting_for="service_heartbeats")
+
+    verdict = judge_falling_behind([], Lag(TOPIC, None, "no topic"), run=waiting)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "not judged: waiting for Kafka topic service_heartbeats to exist",
+    )
+
+
+def test_a_continuous_run_is_judged_on_its_continuous_batches_not_its_catch_up():
+    catch_up = batches(10, **CATCH_UP)
+    keeping_up = [
+        replace(r, ts=r.ts + 100) for r in batches(4, query_run="continuous", rows_in=1000)
+    ]
+
+    verdict = judge_falling_behind([*catch_up, *keeping_up], None, run=RUNNING)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "processing 200.0 rows/s for 100.0 rows/s of input",
+    )
+    assert verdict.evidence["rate_batches"] == 4
+
+
+def test_a_continuous_run_that_falls_behind_is_still_caught():
+    behind = batches(10, rows_in=3000, input_rate=300.0, processed_rate=200.0, query_run="c")
+
+    verdict = judge_falling_behind(behind, None, run=RUNNING)
+
+    assert (verdict.status, verdict.summary) == (
+        Status.WARN,
+        "input arrives at 300.0 rows/s but is processed at 200.0 rows/s over 10 full batches",
+    )
+
+
+def test_a_running_catch_up_is_judged_by_its_lag_not_its_rates():
+    records = batches(10, trigger=0.0, **CATCH_UP)
+
+    calm = judge_falling_behind(records, Lag(TOPIC, 5000), run=RUNNING)
+    far = judge_falling_behind(records, Lag(TOPIC, 2_000_000), run=RUNNING)
+
+    assert (calm.status, calm.summary) == (
+        Status.PASS,
+        "catching up at 54.7 rows/s (a catch-up's rates are not judged); 5,000 records behind "
+        "its Kafka topic clicks",
+    )
+    assert (far.status, far.summary) == (
+        Status.FAIL,
+        "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)",
+    )
