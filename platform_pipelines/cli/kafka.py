@@ -160,6 +160,36 @@ def kafka_status() -> None:
         console.print(f"its clients cannot connect: {error}", markup=False)
 
 
+@kafka.command("create-topic", short_help="Create a Kafka topic on the broker the platform uses.")
+@click.argument("topic")
+@click.option(
+    "--partitions",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Partitions of a new topic.",
+)
+@friendly_errors
+def kafka_create_topic(topic: str, partitions: int) -> None:
+    """Create TOPIC on the broker the platform uses (PLATFORM_KAFKA_BOOTSTRAP_SERVERS, else the
+    running local broker); an existing topic is left as it is. A running stream that waits for
+    the topic starts by itself within seconds."""
+    from platform_pipelines.kafka.admin import create_topics
+    from platform_pipelines.kafka.reachability import reachable
+
+    bootstrap = configured_broker(get_settings())
+    if bootstrap is None or not reachable(bootstrap):
+        raise click.ClickException(
+            f"No Kafka broker answers at {bootstrap or 'the local broker'}: start it (`platform "
+            "kafka start`), or point PLATFORM_KAFKA_BOOTSTRAP_SERVERS at a running one."
+        )
+    created = create_topics(bootstrap, {topic: partitions})
+    if created:
+        console.print(f"Created topic {topic} ({partitions} partitions) at {bootstrap}.")
+    else:
+        console.print(f"Topic {topic} already exists at {bootstrap}; left as it is.")
+
+
 def producer_options(func: Any) -> Any:
     """The synthetic producer's knobs, shared by `produce` and `demo`."""
     options = [

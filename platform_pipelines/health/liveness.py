@@ -45,6 +45,9 @@ def judge_liveness(
 
     * the run failed: fail, with the run's detail in the summary;
     * the run is stopped, cancelled or never ran: pass, ``not running: <detail>``;
+    * the run is running but waits for the Kafka topic its input needs (``RunState.waiting_for``):
+      warn, with the command that creates the topic (the run starts the stream by itself once
+      the topic exists);
     * the run is running and
         * nothing was recorded yet: warn (the query never reported starting);
         * the newest record is ``terminated`` with an ``error_class``: fail naming it;
@@ -66,6 +69,8 @@ def judge_liveness(
     if run.status != "running":
         return passed(LIVENESS, f"not running: {run.detail or run.status.replace('_', ' ')}")
     ordered = by_time(records)
+    if run.waiting_for:
+        return _waiting(run.waiting_for, ordered, now)
     if not ordered:
         return warned(
             LIVENESS,
@@ -127,4 +132,21 @@ def _terminated(
         f"query ended {duration(age)} ago but its run still says running",
         "Check the run: its query is gone; stop the run and launch it again.",
         evidence,
+    )
+
+
+def create_topic_command(topic: str) -> str:
+    """The command that creates ``topic`` on the broker the platform uses."""
+    return f"platform kafka create-topic {topic}"
+
+
+def _waiting(topic: str, ordered: Sequence[ProgressRecord], now: float) -> Verdict:
+    since = next((r.ts for r in reversed(ordered) if r.event == "waiting"), now)
+    return warned(
+        LIVENESS,
+        f"waiting for Kafka topic {topic} to exist (for {duration(now - since)}): the run "
+        "starts the stream once it does",
+        f"Create the topic with `{create_topic_command(topic)}` (or start the producer that "
+        "writes it, if it creates its topics); nothing else is needed.",
+        {"waiting_seconds": round(now - since, 1)},
     )

@@ -7,6 +7,8 @@ with a catch-up phase: each stream, upstream first, processes what is available 
 up at the same time: ``catch_up_waves``). A
 backlog is therefore processed the same way whether the run is a catch-up run or a continuous one,
 and continuous triggers start only on a caught-up pipeline: the same input gives the same tables.
+A stream whose Kafka topic does not exist yet waits for it, with the streams downstream of it,
+while the others run (``topic_wait``).
 
 Nothing here knows Dagster: the Dagster op passes callbacks for progress and a ``StopRequest``.
 """
@@ -34,6 +36,13 @@ from platform_pipelines.runtime.lock import CheckpointLocks
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.savepoints import restore_pending
 from platform_pipelines.runtime.supervisor import ProgressCallback, Supervisor
+from platform_pipelines.runtime.topic_wait import (
+    Phase,
+    TopicWait,
+    missing_topics,
+    waiting_note,
+    waiting_streams,
+)
 from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
@@ -47,7 +56,6 @@ from platform_pipelines.streams.query import StreamContext, build_query
 CATCH_UP_BATCH_RECORDS = 200_000
 
 Mode = Literal["continuous", "catch_up"]
-Phase = Literal["catch_up", "continuous"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +148,13 @@ def run_streams(
     is recorded in the checkpoint locks so that a refused run can name the one that holds them;
     a caller that took the locks itself (before starting a JVM) passes ``lock=False``. ``watch``
     is called on every poll of the supervisor (say, to log a broker outage). ``on_note`` hears,
-    per stream, what the run repaired before starting it (a first start cut short by a crash).
+    per stream, what the run repaired before starting it (a first start cut short by a crash),
+    and that it waits for its Kafka topic, or starts now that the topic exists.
+
+    A stream whose Kafka topic the broker does not have, and every stream of the run downstream
+    of it, is recorded as ``waiting`` and started, catch-up first, once the topic exists (the
+    broker is asked every few seconds); the other streams run meanwhile. A continuous run waits
+    for the topic until it is stopped; a catch-up run ends with the others.
 
     Raises:
         CheckpointBusyError: another run holds one of the streams.
@@ -156,11 +170,16 @@ def run_streams(
     checkpoints = {s.name: ctx.lakehouse.checkpoint(s.name) for s in streams} if lock else {}
     locks = CheckpointLocks(checkpoints, owner)
 
+    late: TopicWait | None = None
+
     def watching() -> None:
         locks.check()  # the lock database lost our session: stop, another run may take over
         if watch is not None:
             watch()
+        if late is not None:
+            late.poll()  # start the streams whose topic appeared, or their next phase
 
+    stop = stop or StopRequest()
     supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watching)
     with locks:
         for stream in streams:
@@ -175,13 +194,16 @@ def run_streams(
                     f"{savepoint!r} was interrupted. Run `platform savepoint restore {stream.name} "
                     f"--name {savepoint}` again first (it is safe to repeat)."
                 )
+        late = _topic_wait(ctx, streams, per_stream, supervisor, on_start, on_note, recorder)
         if recorder:
             ctx.spark.streams.addListener(recorder)
+        waiting = {s.name for s in late.never_started}
+        ready = [s for s in streams if s.name not in waiting]
         # Every table of the run is created with the first stream's (~0.3 s each, overlapping),
         # not when a downstream stream starts after its upstream's catch-up.
         later = {name: schema for s in streams[1:] for name, schema in s.outputs.items()}
         try:
-            for wave in catch_up_waves(streams):
+            for wave in catch_up_waves(ready):
                 for stream in wave:
                     on_start(stream.name, "catch_up")
                     query = start_stream(ctx, stream, per_stream[stream.name], "catch_up", later)
@@ -190,16 +212,54 @@ def run_streams(
                         stream.name, query, stop_when_caught_up=stream.processing_time_timers
                     )
                 supervisor.wait([s.name for s in wave])
-            for stream in (s for s in streams if per_stream[s.name].mode == "continuous"):
+            for stream in (s for s in ready if per_stream[s.name].mode == "continuous"):
                 on_start(stream.name, "continuous")
                 supervisor.add(
                     stream.name, start_stream(ctx, stream, per_stream[stream.name], "continuous")
                 )
             supervisor.wait()
+            while late.should_wait():
+                late.idle(stop, watching)
+                supervisor.wait()
         finally:
+            for stream in late.never_started:  # the run ends without them: their wait ends too
+                on_note(stream.name, "the run ends before its Kafka topic exists: not started")
+                if recorder:
+                    recorder.record(stream.name, "terminated")
             if recorder:
                 ctx.spark.streams.removeListener(recorder)
     return supervisor
+
+
+def _topic_wait(
+    ctx: StreamContext,
+    streams: Sequence[Stream],
+    per_stream: Mapping[str, RunOptions],
+    supervisor: Supervisor,
+    on_start: Callable[[str, Phase], None],
+    on_note: Callable[[str, str], None],
+    recorder: ProgressRecorder | None,
+) -> TopicWait:
+    """The streams of the run that wait for a missing Kafka topic, recorded and noted as such
+    (none when the broker cannot tell: their queries then start and wait on Kafka as before)."""
+    topics = {s.topic for s in streams if s.topic is not None}
+    missing = missing_topics(ctx.kafka_bootstrap_servers, topics) if topics else set()
+    waits = waiting_streams(streams, missing or set())
+    groups = {}
+    for topic in dict.fromkeys(waits.values()):
+        members = [s for s in streams if waits.get(s.name) == topic]
+        continuous = [s for s in members if per_stream[s.name].mode == "continuous"]
+        groups[topic] = (catch_up_waves(members), continuous)
+    for name, topic in waits.items():
+        on_note(name, waiting_note(topic))
+        if recorder:
+            recorder.record(name, "waiting", waiting_for=topic)
+
+    def start(stream: Stream, phase: Phase) -> StreamingQuery:
+        on_start(stream.name, phase)
+        return start_stream(ctx, stream, per_stream[stream.name], phase)
+
+    return TopicWait(ctx.kafka_bootstrap_servers, groups, start, supervisor, on_note)
 
 
 def first_start_note(cleared: Sequence[str]) -> str:

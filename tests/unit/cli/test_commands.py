@@ -90,3 +90,15 @@ def test_kafka_stop_with_no_local_broker_says_so():
     result = CliRunner().invoke(main, ["kafka", "stop"])
 
     assert (result.exit_code, result.output.strip()) == (0, "No local Kafka broker is running.")
+
+
+def test_create_topic_without_a_broker_that_answers_says_how_to_get_one(monkeypatch):
+    monkeypatch.setenv("PLATFORM_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1")
+
+    result = CliRunner().invoke(main, ["kafka", "create-topic", "service_heartbeats"])
+
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "Error: No Kafka broker answers at 127.0.0.1:1: start it (`platform kafka start`), or "
+        "point PLATFORM_KAFKA_BOOTSTRAP_SERVERS at a running one."
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from platform_pipelines.core.records import ProgressRecord
 from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.liveness import judge_liveness, stale_after_seconds
 from platform_pipelines.health.policy import HealthPolicy
@@ -257,3 +258,27 @@ def test_a_real_live_query_is_alive(name: str):
 
     assert (verdict.status, verdict.summary) == (Status.PASS, "last batch 2 s ago")
     assert verdict.evidence["last_batch_id"] == len(records) - 1
+
+
+def test_a_stream_waiting_for_its_topic_warns_with_the_command_that_creates_it():
+    wait = ProgressRecord(T0, "waiting", "orders", "1a2b", waiting_for="service_heartbeats")
+    run = RunState("running", "run 1a2b", waiting_for="service_heartbeats")
+
+    verdict = judge_liveness([wait], run, T0 + 150)
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
+        "waiting for Kafka topic service_heartbeats to exist (for 2 min 30 s): the run starts the "
+        "stream once it does",
+        "Create the topic with `platform kafka create-topic service_heartbeats` (or start the "
+        "producer that writes it, if it creates its topics); nothing else is needed.",
+    )
+    assert verdict.evidence == {"waiting_seconds": 150.0}
+
+
+def test_a_stream_whose_wait_ended_with_its_run_is_not_running():
+    wait = ProgressRecord(T0, "waiting", "orders", "1a2b", waiting_for="service_heartbeats")
+
+    verdict = judge_liveness([wait], RunState("stopped", "run 1a2b stopped"), T0 + 9e5)
+
+    assert (verdict.status, verdict.summary) == (Status.PASS, "not running: run 1a2b stopped")
