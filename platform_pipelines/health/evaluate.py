@@ -24,8 +24,9 @@ from platform_pipelines.health.checkpoint import (
     kafka_lag,
 )
 from platform_pipelines.health.history import batches
+from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.late_data import judge_late_data
-from platform_pipelines.health.liveness import judge_liveness
+from platform_pipelines.health.liveness import create_topic_command, judge_liveness
 from platform_pipelines.health.metrics import stream_metrics
 from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.replication import KAFKA_REPLICATION, judge_replication
@@ -151,8 +152,8 @@ def stream_lag(
                 what,
                 None,
                 f"the Kafka broker at {broker.address} has no topic {stream.topic}",
-                f"Create the topic {stream.topic}, or declare the stream with the topic its "
-                "producers write to.",
+                f"Create the topic (`{create_topic_command(stream.topic)}`), or declare the "
+                "stream with the topic its producers write to.",
             )
         committed = {stream.topic: kafka_committed_offsets(facts).get(stream.topic, {})}
         ends = {stream.topic: dict(broker.end_offsets.get(stream.topic, {}))}
@@ -179,8 +180,8 @@ def evaluate_stream(
     policy = config.policy
     verdicts = [
         judge_liveness(records, run, now, policy, cause=cause),
-        judge_falling_behind(records, lag, policy),
-        judge_state_growth(records, policy),
+        judge_falling_behind(records, lag, policy, run),
+        judge_state_growth(records, policy, key_horizon(stream)),
         judge_late_data(records, policy, stream.name),
         checkpoint_verdict(facts, config.expectations),
         *([replication_verdict(stream.topic, broker)] if stream.topic else []),

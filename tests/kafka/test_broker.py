@@ -181,4 +181,6 @@ def test_a_missing_topic_leaves_the_others_lag_known(
     assert (
         lag.unknown_because == f"the Kafka broker at {kafka_broker} has no topic lag_missing_topic"
     )
-    assert lag.remedy.startswith("Create the topic lag_missing_topic")
+    assert lag.remedy.startswith(
+        "Create the topic (`platform kafka create-topic lag_missing_topic`)"
+    )
