@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -12,12 +13,14 @@ from rich.table import Table
 from platform_pipelines.cli.kafka import (
     clickstream_config,
     ensure_broker,
+    event_times,
     print_counts,
     produce_with_progress,
     producer_options,
 )
 from platform_pipelines.cli.main import console, friendly_errors
 from platform_pipelines.core.storage import on_object_store, remove_tree
+from platform_pipelines.core.times import iso
 from platform_pipelines.core.units import count, duration
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
@@ -57,9 +60,11 @@ def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
     from platform_pipelines.cli import demo_steps as steps
     from platform_pipelines.jvm import ensure_jars, require_java
     from platform_pipelines.kafka.broker import LocalKafkaBroker
+    from platform_pipelines.kafka.event_clock import day_span
     from platform_pipelines.streams.catalog import load_registry
 
-    cfg = clickstream_config(**kw)
+    end = datetime.now(UTC)  # the newest event of every topic, unless --fixed-day
+    cfg = clickstream_config(end=end, **kw)
     os.environ.setdefault("PLATFORM_SPARK_LOG_LEVEL", "ERROR")  # Dagster's log shows the progress
     require_java()
     with console.status("Resolving JVM artifacts (cached after the first run)..."):
@@ -71,7 +76,7 @@ def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
     bootstrap, started = ensure_broker(settings)
     os.environ["PLATFORM_KAFKA_BOOTSTRAP_SERVERS"] = bootstrap
     try:
-        produced = _produce_demo_topics(cfg, bootstrap)
+        produced = _produce_demo_topics(cfg, bootstrap, None if kw["fixed_day"] else end)
         console.rule("Running the all_streams job through Dagster (catch-up)")
         began = time.monotonic()
         run_id, status = steps.run_all_streams_catch_up()
@@ -85,7 +90,10 @@ def demo(keep_broker: bool, fresh: bool, **kw: Any) -> None:
             "in the Dagster UI (make ui) under Runs."
         )
     console.rule("Materializing daily_engagement")
-    if not steps.materialize_engagement([cfg.start_time.date().isoformat()]):
+    fixed = [cfg.start_time.date().isoformat()]  # the seeds' events end the same day
+    if not steps.materialize_engagement(
+        fixed if kw["fixed_day"] else day_span(cfg.start_time, end)
+    ):
         raise click.ClickException(
             "daily_engagement failed to materialize; its run's logs are "
             "in the Dagster UI (make ui) under Runs."
@@ -113,19 +121,24 @@ def _reset_local_state() -> None:
         remove_tree(folder)
 
 
-def _produce_demo_topics(cfg: Any, bootstrap: str) -> dict[str, int]:
-    """The clickstream (with a progress bar), heartbeats of 5 services and a few keyed events."""
+def _produce_demo_topics(cfg: Any, bootstrap: str, end: datetime | None) -> dict[str, int]:
+    """The clickstream (with a progress bar), heartbeats of 5 services and a few keyed events:
+    the last ones at ``end``, or on the fixed day when None."""
     from platform_pipelines.kafka.admin import create_topics
+    from platform_pipelines.kafka.event_clock import heartbeats_ending_at
     from platform_pipelines.kafka.heartbeats import HeartbeatConfig, generate_heartbeats
     from platform_pipelines.kafka.producer import produce, produce_events
 
     settings = get_settings()
     create_topics(bootstrap, {settings.heartbeats_topic: 1, "key_events": 1})
     clicks = produce_with_progress(cfg, bootstrap, settings.clickstream_topic)
+    console.print(event_times(cfg, end is None))
     counts = {f"clickstream {k}": n for k, n in clicks.counts.items()}
-    beats = produce(bootstrap, settings.heartbeats_topic, generate_heartbeats(HeartbeatConfig()))
+    beat_cfg = HeartbeatConfig() if end is None else heartbeats_ending_at(HeartbeatConfig(), end)
+    beats = produce(bootstrap, settings.heartbeats_topic, generate_heartbeats(beat_cfg))
     counts["service_heartbeats"] = beats.total
-    keyed = [{"key": f"k{i % 7}", "event_time": "2026-11-22T08:00:00Z"} for i in range(100)]
+    keyed_at = "2026-11-22T08:00:00Z" if end is None else iso(end)
+    keyed = [{"key": f"k{i % 7}", "event_time": keyed_at} for i in range(100)]
     counts["key_events"] = produce_events(bootstrap, "key_events", keyed, key_field="key").total
     return counts
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -221,19 +222,37 @@ def producer_options(func: Any) -> Any:
             help="Records per second (0: as fast as possible).",
         ),
         click.option("--seed", default=42, show_default=True, help="Seeds every random choice."),
+        click.option(
+            "--fixed-day",
+            is_flag=True,
+            help="Date the events on the seeds' fixed day (from 2026-11-22 08:00 UTC), for "
+            "reproducible runs. By default they are dated up to now, as a live source would.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def clickstream_config(**kw: Any) -> Any:
+def clickstream_config(fixed_day: bool = False, end: datetime | None = None, **kw: Any) -> Any:
+    """The producer's config from its options: with ``fixed_day`` dated on the seeds' day, else
+    moved so that its newest event is at ``end`` (default: now)."""
+    from platform_pipelines.kafka.event_clock import clickstream_ending_at
     from platform_pipelines.kafka.producer import ClickstreamConfig
 
     try:
-        return ClickstreamConfig(**kw)
+        cfg = ClickstreamConfig(**kw)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+    return cfg if fixed_day else clickstream_ending_at(cfg, end or datetime.now(UTC))
+
+
+def event_times(cfg: Any, fixed_day: bool) -> str:
+    """One line saying when the produced events are dated."""
+    start = f"{cfg.start_time:%Y-%m-%d %H:%M} UTC"
+    if fixed_day:
+        return f"Events dated from {start} (the fixed day of --fixed-day)."
+    return f"Events dated from {start} up to now (--fixed-day dates them on a fixed day)."
 
 
 def produce_with_progress(cfg: Any, bootstrap: str, topic: str) -> Any:
@@ -295,6 +314,7 @@ def produce_cmd(topic: str | None, **kw: Any) -> None:
         summary.counts,
         f"{summary.rate_per_sec:,.0f} records/s",
     )
+    console.print(event_times(cfg, kw["fixed_day"]))
 
 
 kafka.add_command(cluster)
