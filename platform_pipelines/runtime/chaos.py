@@ -33,6 +33,7 @@ from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clicks
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.lakehouse.delta_log import committed_version, latest_version
 from platform_pipelines.runtime.chaos_worker import STREAMS
+from platform_pipelines.runtime.crash_points import CrashPoints, pauses
 from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
@@ -59,6 +60,18 @@ VOLATILE = {
 # machine is free, minutes when other JVMs compete for its cores.
 FIRST_BATCH_TIMEOUT_S = 600
 UPSTREAM = {"events": "clickstream_raw", "user_sessions": "events", "security_alerts": "events"}
+# Writes of a first start to crash at (``runtime.crash_points``): a checkpoint's first offsets and
+# commit as temporary files and renamed, and a stateful stream's first state files.
+FIRST_START_POINTS = [
+    *(
+        f"{phase}:/{s}/{log}/0$"
+        for s in STREAMS
+        for phase in ("temp", "done")
+        for log in ("offsets", "commits")
+    ),
+    *(f"done:/{s}/state/0/_metadata/metadata$" for s in STREAMS[1:]),
+    *(f"done:/{s}/state/0/0/1.changelog$" for s in STREAMS[1:]),
+]
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,8 @@ class ChaosConfig:
         rate_per_sec: how fast they are produced, while the pipeline runs.
         kills: the fewest and most SIGKILLs per trial.
         kill_window: a kill comes this many seconds (uniformly drawn) after a launch.
+        first_start: the first kill of a trial lands at a checkpoint write of the first start,
+            drawn from ``FIRST_START_POINTS`` (the pipeline pauses there, then is killed).
         seed: seeds the kill moments and the input.
         parallel: trials whose pipelines run at once (each its own process, JVM and topic); the
             comparisons with clean runs follow one by one.
@@ -81,6 +96,7 @@ class ChaosConfig:
     rate_per_sec: float = 150.0
     kills: tuple[int, int] = (1, 3)
     kill_window: tuple[float, float] = (0.5, 25.0)
+    first_start: bool = True
     seed: int = 1
     parallel: int = 1
 
@@ -91,6 +107,7 @@ class TrialResult:
 
     trial: int
     kill_after_seconds: list[float] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
     restart_seconds: list[float] = field(default_factory=list)
     lost: dict[str, int] = field(default_factory=dict)
     duplicated: dict[str, int] = field(default_factory=dict)
@@ -157,15 +174,24 @@ def _torture(
     )
     producer.start()
     for kill in range(rng.randint(*cfg.kills)):
-        worker, launched = launch_worker(lake_dir, bootstrap, topic), time.monotonic()
+        point = rng.choice(FIRST_START_POINTS) if kill == 0 and cfg.first_start else None
+        crash = CrashPoints(lake_dir / f"crash-{kill}", (point,)) if point else None
+        worker, launched = launch_worker(lake_dir, bootstrap, topic, crash), time.monotonic()
         if kill:
             result.restart_seconds.append(first_batch_after(lake_dir, launched, worker))
-        wait = rng.uniform(*cfg.kill_window)
-        time.sleep(wait)  # a random moment, by design
+        if crash is not None:
+            wait = _until_paused(crash, worker, lake_dir)
+            result.faults.append(f"SIGKILL at the first start's {point}")
+        else:
+            wait = rng.uniform(*cfg.kill_window)
+            time.sleep(wait)  # a random moment, by design
+            result.faults.append(f"SIGKILL {wait:.1f} s after a launch")
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         result.kill_after_seconds.append(round(wait, 1))
-        say(f"trial {trial}: killed the pipeline {wait:.1f} s after its launch")
+        say(
+            f"trial {trial}: killed the pipeline {wait:.1f} s after its launch ({result.faults[-1]})"
+        )
     producer.join()
     worker, launched = launch_worker(lake_dir, bootstrap, topic), time.monotonic()
     result.restart_seconds.append(first_batch_after(lake_dir, launched, worker))
@@ -179,21 +205,36 @@ def _torture(
     return result, topic, began
 
 
-def launch_worker(lake_dir: Path, bootstrap: str, topic: str) -> subprocess.Popen[bytes]:
+def launch_worker(
+    lake_dir: Path, bootstrap: str, topic: str, crash: CrashPoints | None = None
+) -> subprocess.Popen[bytes]:
+    """The chaos worker on ``lake_dir``, in its own process group (driver and JVM), paused at
+    ``crash``'s points when given."""
     lake_dir.mkdir(parents=True, exist_ok=True)
     log = (lake_dir / "worker.log").open("ab")
-    command = [
-        sys.executable,
-        "-m",
-        "platform_pipelines.runtime.chaos_worker",
-        "--lake",
-        str(lake_dir),
-        "--bootstrap",
-        bootstrap,
-        "--topic",
-        topic,
-    ]
+    command = [sys.executable, "-m", "platform_pipelines.runtime.chaos_worker"]
+    command += ["--lake", str(lake_dir), "--bootstrap", bootstrap, "--topic", topic]
+    if crash is not None:
+        command += ["--crash-dir", str(crash.folder)]
+        command += [arg for point in crash.pause_at for arg in ("--pause-at", point)]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _until_paused(crash: CrashPoints, worker: subprocess.Popen[bytes], lake_dir: Path) -> float:
+    """Seconds until the worker paused at its crash point.
+
+    Raises:
+        RuntimeError: it exited first, or never got there (the log says why).
+    """
+    began = time.monotonic()
+    while not pauses(crash.folder):
+        if worker.poll() is not None or time.monotonic() - began > FIRST_BATCH_TIMEOUT_S:
+            raise RuntimeError(
+                f"the pipeline never reached its crash point {crash.pause_at[0]} "
+                f"(exit code {worker.poll()}); see {lake_dir / 'worker.log'}"
+            )
+        time.sleep(0.02)
+    return time.monotonic() - began
 
 
 def first_batch_after(lake_dir: Path, since: float, worker: subprocess.Popen[bytes]) -> float:

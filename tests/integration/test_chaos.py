@@ -11,8 +11,8 @@ from platform_pipelines.runtime.chaos import TABLES, ChaosConfig, run_trials
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-# Small trials (CI time): 600 records at 150/s, one kill within 15 s of the launch (often during
-# the first start), then the relaunch that catches up; the three pipelines run at once (their
+# Small trials (CI time): 600 records at 150/s, one kill at a checkpoint write of the first start
+# (chosen by the seed), then the relaunch that catches up; the three pipelines run at once (their
 # JVMs mostly wait for triggers). `make chaos` runs the full-size trials.
 CONFIG = ChaosConfig(
     trials=3,
@@ -32,6 +32,8 @@ def test_three_chaos_trials_lose_and_duplicate_nothing(spark, kafka_broker, tmp_
     assert [r.trial for r in results] == [1, 2, 3]
     for result in results:
         assert len(result.kill_after_seconds) == 1, result
+        # the kill landed at a checkpoint write of the first start (a crash point)
+        assert result.faults[0].startswith("SIGKILL at the first start's "), result.faults
         assert result.lost == dict.fromkeys(TABLES, 0), result
         assert result.duplicated == dict.fromkeys(TABLES, 0), result
         # the comparison had something to compare: every record reached bronze or quarantine
