@@ -37,6 +37,9 @@ WRITES = {
     "security_alerts": ("security_alerts",),
 }
 SHARED = ("stream_ledger", "late_events")
+# A table's first commit (its creation) is no window here: a folder without it is rebuilt by the
+# next start (lakehouse.delta.ensure_tables; tested apart in test_first_start.py).
+_CREATION = "/_delta_log/00000000000000000000.crc"
 # Columns that say when or by which attempt a row was written, not what it is.
 WHEN = {*VOLATILE, "written_at"}
 
@@ -63,9 +66,8 @@ def launch(
 
 @dataclass
 class Windows:
-    """Copies of a lakehouse at each kind of write of a launch's first starts, with the streams a
-    copy must start again: the one whose first start it interrupted, up to any later one of the
-    launch whose table was being created (and those between, which it reads).
+    """Copies of a lakehouse at each kind of write of a launch's first starts, with the stream
+    whose first start each interrupted.
 
     The launch's streams start one after the other (each reads the one before it), so the writes
     belong to the first stream that has not committed a batch yet; a write of a stream that has
@@ -75,7 +77,7 @@ class Windows:
     launch: tuple[str, ...]
     root: Path
     done: set[str] = field(default_factory=set)
-    copies: dict[str, tuple[tuple[str, ...], Path]] = field(default_factory=dict)
+    copies: dict[str, tuple[str, Path]] = field(default_factory=dict)
 
     def at_pause(self, lake: Path, pause: Pause) -> bool:
         """Copy ``lake`` at the first pause of each kind; False once every stream committed."""
@@ -85,7 +87,9 @@ class Windows:
             return current is not None
         if pause.phase == "done" and pause.path.endswith(f"/checkpoints/{owner}/commits/0"):
             self.done.add(owner)  # the first batch is committed: what follows is no first start
-        elif not (pause.path.endswith(".crc") and pause.phase == "done"):
+        elif pause.path.endswith(".crc") and (pause.phase == "done" or _CREATION in pause.path):
+            pass  # a Delta commit's window is its checksum's temp file; no creations (above)
+        else:
             self._take(lake, pause, owner)
         return len(self.done) < len(self.launch)
 
@@ -95,12 +99,9 @@ class Windows:
         name = f"{owner}: {pause.phase} {path.split('/lakehouse/', 1)[-1]}"
         if name in self.copies:
             return
-        creating = [s for s in self.launch if any(f"/tables/{t}/" in path for t in WRITES[s])]
-        last = max(self.launch.index(s) for s in [owner, *creating])
-        streams = self.launch[self.launch.index(owner) : last + 1]  # with the ones between
         target = self.root / str(len(self.copies))
         copy_tree(lake, target)
-        self.copies[name] = (streams, target)
+        self.copies[name] = (owner, target)
 
 
 def pause_through(
