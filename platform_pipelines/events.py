@@ -10,6 +10,7 @@ from typing import Final
 
 CLICKSTREAM_TOPIC: Final = "clickstream"
 HEARTBEATS_TOPIC: Final = "service_heartbeats"
+ALERTS_TOPIC: Final = "alerts"  # where security_alerts publishes each alert (keyed by user_id)
 
 EVENT_TYPES: Final = (
     "page_view",

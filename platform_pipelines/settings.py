@@ -110,9 +110,20 @@ class PlatformSettings(BaseSettings):
     )
     events_reads: Literal["bronze", "kafka"] = Field(
         default="bronze",
-        description="What the built-in events stream reads: bronze (the clickstream_raw table) or "
-        "kafka (the topic itself, beside bronze: about half the end-to-end latency, a second parse "
-        "of every record).",
+        description="What the built-in events stream reads: bronze (the clickstream_raw table: one "
+        "parse, a batch more of latency) or kafka (the topic itself, beside bronze: a row is in "
+        "events without waiting for bronze's batch, for a second parse of every record).",
+    )
+    alerts_reads: Literal["bronze", "kafka"] = Field(
+        default="kafka",
+        description="What the built-in security_alerts stream reads: kafka (the topic itself: "
+        "it parses, checks and deduplicates the records and raises the alerts in one query) or "
+        "bronze (the events table: two queries more between a failed login and its alert).",
+    )
+    alerts_topic: str = Field(
+        default="alerts",
+        description="The Kafka topic where security_alerts publishes every alert, keyed by "
+        "user_id, for pagers and SIEMs (at least once: drop copies by alert_id).",
     )
     stream_modules: str = Field(
         default="user_streams.running_count",

@@ -7,7 +7,7 @@ from pyspark.sql.types import StructType
 
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.tables import LATE_TABLE, QUARANTINE_TABLE
-from platform_pipelines.streams.declare import IngestStream, Stream
+from platform_pipelines.streams.declare import IngestStream, StatefulStream, Stream
 
 # The platform's shared tables: what they hold (their writers are listed on the asset).
 SHARED_DESCRIPTIONS = {
@@ -42,6 +42,19 @@ def topic_spec(topic: str, description: str) -> dg.AssetSpec:
     )
 
 
+def published_spec(stream: StatefulStream) -> dg.AssetSpec:
+    """A Kafka topic a stream publishes its rows to: downstream of the stream's table."""
+    return dg.AssetSpec(
+        key=str(stream.publish_topic),
+        deps=[stream.table],
+        description=f"Kafka topic: every row of `{stream.table}` as JSON, keyed by "
+        f"{', '.join(stream.keys)}, sent while the batch commits it (at least once: drop copies "
+        f"by {stream.unique_key}). Subscribe here to react without polling the table.",
+        kinds={"kafka"},
+        group_name="kafka",
+    )
+
+
 def table_spec(
     table: str, schema: StructType, writers: list[Stream], lakehouse: Lakehouse
 ) -> dg.AssetSpec:
@@ -65,7 +78,8 @@ def table_spec(
 
 
 def all_specs(streams: list[Stream], lakehouse: Lakehouse) -> list[dg.AssetSpec]:
-    """Topics first, then one spec per table in the order the streams are declared."""
+    """Topics read first, then one spec per table in the order the streams are declared, then
+    the topics streams publish to."""
     topics = {s.source.topic: s.source.description for s in streams if isinstance(s, IngestStream)}
     specs = [topic_spec(topic, text) for topic, text in sorted(topics.items())]
     writers: dict[str, list[Stream]] = {}
@@ -75,4 +89,7 @@ def all_specs(streams: list[Stream], lakehouse: Lakehouse) -> list[dg.AssetSpec]
             writers.setdefault(table, []).append(stream)
             schemas.setdefault(table, schema)
     specs += [table_spec(t, schemas[t], w, lakehouse) for t, w in writers.items()]
+    specs += [
+        published_spec(s) for s in streams if isinstance(s, StatefulStream) and s.publish_topic
+    ]
     return specs

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from platform_pipelines.health.checkpoint import CheckpointExpectations
 from platform_pipelines.spark.session import ROCKSDB_PROVIDER, SparkOptions
-from platform_pipelines.streams.declare import MIN_EVENT_TIME
+from platform_pipelines.streams.sources import MIN_EVENT_TIME
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,16 @@
 """The built-in streams, declared exactly as a user declares one (see ``declare.py``).
 
-clickstream (Kafka) -> clickstream_raw (bronze) -> events (silver, dedup); with
-``events_reads="kafka"``, events reads clickstream beside clickstream_raw instead
-    -> user_sessions (gold, sessions) and security_alerts (gold, failed-login alerts)
+clickstream (Kafka) -> clickstream_raw (bronze: raw rows, quarantine)
+clickstream (Kafka) -> events (silver, dedup: reads the topic beside bronze; ``events_reads=
+    "bronze"`` reads clickstream_raw instead) -> user_sessions (gold, sessions)
+clickstream (Kafka) -> security_alerts (gold, failed-login alerts, deduplicated in its own query;
+    ``alerts_reads="bronze"`` reads events instead) -> the alerts topic
 service_heartbeats (Kafka) -> service_heartbeats_raw (bronze) -> service_status (gold, stale/ok)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -16,6 +19,7 @@ from pyspark.sql import DataFrame
 
 from platform_pipelines.core.times import MS
 from platform_pipelines.events import (
+    ALERTS_TOPIC,
     CLICKSTREAM_FIELDS,
     CLICKSTREAM_REQUIRED,
     CLICKSTREAM_TOPIC,
@@ -46,12 +50,20 @@ class BuiltinSettings:
     clickstream_topic: str = CLICKSTREAM_TOPIC
     heartbeats_topic: str = HEARTBEATS_TOPIC
     events_reads: Literal["bronze", "kafka"] = "bronze"  # see StatefulStream.reads
+    alerts_reads: Literal["bronze", "kafka"] = "kafka"
+    alerts_topic: str = ALERTS_TOPIC
     dedup_watermark: timedelta = timedelta(minutes=10)
     session_watermark: timedelta = timedelta(minutes=10)
     session_gap: timedelta = timedelta(minutes=30)
     alert_threshold: int = 5
     alert_window: timedelta = timedelta(minutes=10)
     stale_after: timedelta = timedelta(minutes=5)
+
+
+# The streams whose rows people wait for run their next batch as soon as the last one ended and
+# new input is there; the others keep the declared default (10 s).
+AS_SOON_AS_INPUT = timedelta(0)
+Transform = Callable[[DataFrame], DataFrame]
 
 
 def clickstream_source(topic: str) -> KafkaSource:
@@ -86,14 +98,32 @@ def deduplicate(events: DataFrame) -> DataFrame:
     return events.select(*columns).dropDuplicatesWithinWatermark(["event_id"])
 
 
+AlertsInput = tuple[KafkaSource | TableSource, Literal["bronze", "kafka"], Transform]
+
+
+def _alerts_input(cfg: BuiltinSettings) -> AlertsInput:
+    """Where security_alerts reads (source, reads, transform): the topic itself (parsed, checked
+    and deduplicated in the alerts' own query: one query between a failed login and its alert),
+    or silver events."""
+    alerts = AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
+    if cfg.alerts_reads == "kafka":
+        return (
+            clickstream_source(cfg.clickstream_topic),
+            "kafka",
+            lambda events: failed_login_alerts(deduplicate(events), alerts),
+        )
+    return TableSource("events"), "bronze", lambda events: failed_login_alerts(events, alerts)
+
+
 def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStream]:
     """The platform's own stateful streams."""
     cfg = cfg or BuiltinSettings()
     gap = cfg.session_gap
-    alerts = AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
+    alerts_source, alerts_reads, alerts_transform = _alerts_input(cfg)
     return [
         StatefulStream(
             name="events",
+            trigger=AS_SOON_AS_INPUT,
             description="Silver: clickstream events with duplicates removed by event_id within a "
             f"{cfg.dedup_watermark} event-time watermark (bounded state).",
             source=clickstream_source(cfg.clickstream_topic),
@@ -123,13 +153,17 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
         StatefulStream(
             name="security_alerts",
             description=f"Gold: one alert when a user fails to log in {cfg.alert_threshold} times "
-            f"within {cfg.alert_window} of event time (a success resets the count). Idle users' "
-            "state is removed by an event-time timeout.",
-            source=TableSource("events"),
+            f"within {cfg.alert_window} of event time (a success resets the count), also published "
+            f"to the Kafka topic `{cfg.alerts_topic}`. Idle users' state is removed by an "
+            "event-time timeout.",
+            trigger=AS_SOON_AS_INPUT,
+            source=alerts_source,
+            reads=alerts_reads,
+            transform=alerts_transform,
             key="user_id",
-            transform=lambda events: failed_login_alerts(events, alerts),
             output_schema=ALERT_FIELDS,
             unique_key="alert_id",
+            publish_topic=cfg.alerts_topic,
             watermark=cfg.session_watermark,
             timeout="event_time",
             key_lifetime=cfg.alert_window,  # failures expire a window after the newest one

@@ -21,6 +21,8 @@ def load_registry(settings: PlatformSettings | None = None) -> StreamRegistry:
             clickstream_topic=settings.clickstream_topic,
             heartbeats_topic=settings.heartbeats_topic,
             events_reads=settings.events_reads,
+            alerts_reads=settings.alerts_reads,
+            alerts_topic=settings.alerts_topic,
         )
     )
     for name in (m.strip() for m in settings.stream_modules.split(",")):

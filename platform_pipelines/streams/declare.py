@@ -1,7 +1,7 @@
 """Declaring a stream: the one object that describes a stream, from its declaration to the sensor.
 
-A user declares a ``StatefulStream``: its source (a Kafka topic with a schema, or another stream's
-table), the key, the logic (plain-Python ``KeyedLogic``, or a Spark ``transform`` for native
+A user declares a ``StatefulStream``: its source (``streams.sources``: a Kafka topic with a schema,
+or another stream's table), the key, the logic (plain-Python ``KeyedLogic``, or a Spark ``transform`` for native
 operators), the output schema and mode, the watermark, the timeout and the sink table. A Kafka
 source also gets an ``IngestStream`` (bronze: parse, validate, quarantine), declared for it by the
 platform. Both satisfy ``Stream``: the registry, the runner, the Dagster definitions, the health
@@ -25,10 +25,9 @@ Example (the running count shipped in ``user_streams/running_count.py``)::
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal, Protocol
 
 from pyspark.sql import DataFrame
@@ -44,9 +43,21 @@ from platform_pipelines.lakehouse.tables import (
 )
 from platform_pipelines.state.keyed import KeyedLogic
 from platform_pipelines.streams.schemas import struct_of
+from platform_pipelines.streams.sources import FieldTypes, InitialState, KafkaSource, TableSource
 
-FieldTypes = Mapping[str, str]
-MIN_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # KafkaSource's default floor
+# What a user imports to declare a stream, sources included (they live in ``streams.sources``).
+__all__ = [
+    "FieldTypes",
+    "IngestStream",
+    "InitialState",
+    "KafkaSource",
+    "StatefulStream",
+    "Stream",
+    "TableSource",
+    "Timeout",
+    "asset_key",
+]
+
 Timeout = Literal["event_time", "processing_time"]
 
 
@@ -87,74 +98,6 @@ class Stream(Protocol):
 def asset_key(stream: Stream) -> str:
     """The asset of a stream: its main table. Checks, plots and lineage all hang on it."""
     return stream.table
-
-
-@dataclass(frozen=True)
-class KafkaSource:
-    """A Kafka topic of JSON objects, and what a record must satisfy to enter the platform.
-
-    Records that fail any rule go to the ``quarantine`` table with every reason, the original
-    bytes and their Kafka position; nothing is dropped.
-
-    Attributes:
-        topic: the Kafka topic.
-        schema: ``{field: type}`` of the JSON object (types as in ``output_schema``). A value of
-            another JSON type (an object where a string is expected, a number in a timestamp) is
-            a reason.
-        required: fields that must be present, non-null and, for strings, non-empty.
-        allowed_values: ``{field: (value, ...)}``: anything else is a reason.
-        expectations: ``{name: SQL condition}`` over the typed fields that must hold, as Delta
-            Live Tables' expectations (``{"amount_not_negative": "amount IS NULL OR amount >= 0"}``).
-        event_time: the timestamp field checked against ``max_future`` and ``min_event_time``
-            (None: no check).
-        max_future: how far ahead of the processing clock an event time may be (default 1 hour):
-            one far-future event would otherwise move the watermark past every real event.
-        min_event_time: earlier event times are invalid, not late (placeholder dates such as
-            1970-01-01 or 0001-01-01): quarantined (default 2000-01-01 UTC; None: no floor).
-        max_record_bytes: larger records are quarantined with their first bytes and size
-            (default 256 KiB).
-        description: the topic's description in the Dagster UI.
-        raw_table: the bronze table (default ``<topic>_raw``).
-    """
-
-    topic: str
-    schema: FieldTypes
-    required: tuple[str, ...] = ()
-    allowed_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    expectations: Mapping[str, str] = field(default_factory=dict)
-    event_time: str | None = "event_time"
-    max_future: timedelta | None = timedelta(hours=1)
-    min_event_time: datetime | None = MIN_EVENT_TIME
-    max_record_bytes: int = 256 * 1024
-    description: str = ""
-    raw_table: str | None = None
-
-    @property
-    def table(self) -> str:
-        """The bronze table: ``raw_table``, else the topic name made an identifier + ``_raw``."""
-        return self.raw_table or re.sub(r"[^a-z0-9_]", "_", self.topic.lower()) + "_raw"
-
-    @property
-    def fields(self) -> StructType:
-        """The typed fields of a good record (required ones non-nullable)."""
-        return struct_of(dict(self.schema), self.required)
-
-
-@dataclass(frozen=True)
-class TableSource:
-    """Another declared stream's Delta table, read as a stream of appended rows."""
-
-    table: str
-
-
-@dataclass(frozen=True)
-class InitialState:
-    """Seed a stream's state from a declared table when it starts on a new checkpoint: the latest
-    row per key (ordered by the ``latest_by`` columns, newest first) goes to the logic's
-    ``initial_state(key, row)``."""
-
-    table: str
-    latest_by: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -234,12 +177,18 @@ class StatefulStream:
         key_lifetime: how long a key's state outlives its newest event before the logic
             removes it, on the timeout's clock: the session gap, the alert window (None: the
             watermark delay, as ``dropDuplicatesWithinWatermark``). ``state_growth`` judges by it.
-        trigger: the default interval between micro-batches in continuous runs.
+        trigger: the default interval between micro-batches in continuous runs; 0 starts the
+            next batch as soon as the last one has ended and new input is there (for a stream
+            whose rows people wait for).
         sink_table: the Delta table written (default: ``name``).
         initial_state: where to seed state from on a new checkpoint (``InitialState``); may be
             the stream's own sink table, so a rebuilt checkpoint resumes from the last known state.
         unique_key: an output column that identifies a row (``event_id``, ``session_id``): a
             replay (``platform stream reset-watermark``) then never writes a row twice.
+        publish_topic: a Kafka topic that also gets every output row, as JSON keyed by ``key``,
+            while the batch commits it to the table, for consumers that react rather than poll
+            (a pager, a SIEM). At least once: a batch replayed after a crash sends its rows
+            again, so it needs a ``unique_key``, by which a consumer drops the copies.
         layer: the asset group in Dagster (bronze, silver, gold).
         state_format: for a ``transform``, a name for how it keeps its state (the built-in
             sessions: ``sessions-jvm/1``). It is recorded in the checkpoint, and a checkpoint
@@ -264,6 +213,7 @@ class StatefulStream:
     sink_table: str | None = None
     initial_state: InitialState | None = None
     unique_key: str | None = None
+    publish_topic: str | None = None
     layer: str = "gold"
     state_format: str | None = None
 

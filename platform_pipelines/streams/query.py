@@ -6,7 +6,8 @@ and query name).
 - A ``StatefulStream`` reads its upstream Delta table in whole versions (or, with
   ``reads="kafka"``, its Kafka topic, parsed and validated as bronze does, good records only),
   adds the watermark (``streams.watermark``), applies its logic and writes through a
-  ``StageWriter`` (``streams.stage_writer``).
+  ``StageWriter`` (``streams.stage_writer``), which also sends the rows to the stream's
+  ``publish_topic`` if it has one (``streams.publish``).
 
 Batch sizes: a catch-up read of Kafka takes at most ``max_offsets_per_trigger`` records per batch;
 a continuous read takes everything new in every partition, because a per-trigger limit reads the
@@ -34,6 +35,7 @@ from platform_pipelines.streams.declare import IngestStream, KafkaSource, Statef
 from platform_pipelines.streams.ingest_writer import IngestWriter
 from platform_pipelines.streams.kafka_input import KafkaInput, observed_input, offsets_option
 from platform_pipelines.streams.keyed import apply_keyed_logic
+from platform_pipelines.streams.publish import Publisher
 from platform_pipelines.streams.sink import BatchCounts, Target
 from platform_pipelines.streams.stage_writer import StageWriter
 from platform_pipelines.streams.validate import DeclarationError
@@ -141,7 +143,11 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
     drops_late = stream.watermark is not None and (
         stream.transform is not None or mode == "EventTime"
     )
-    writer = StageWriter(stream, target, ctx.lakehouse, plan, drops_late, kafka)
+    publish = None
+    if stream.publish_topic:
+        publish = Publisher(ctx.kafka_bootstrap_servers, stream.publish_topic, stream.keys)
+        publish.ensure_topic()
+    writer = StageWriter(stream, target, ctx.lakehouse, plan, drops_late, kafka, publish)
     return (
         result.select(*stream.output.fieldNames())
         .writeStream.outputMode(stream.output_mode)

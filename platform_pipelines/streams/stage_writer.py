@@ -1,10 +1,13 @@
 """The ``foreachBatch`` of a stateful stream: its output, its late rows and its ledger row.
 
-The operator's output is appended, or upserted by key in update mode; the rows its watermark
-refused are found again and put into ``late_events`` (``streams.late_rows``).
+The operator's output is appended, or upserted by key in update mode, and, for a stream with a
+``publish_topic``, sent to that Kafka topic beside the commit (``streams.publish``); the rows its
+watermark refused are found again and put into ``late_events`` (``streams.late_rows``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
@@ -28,8 +31,10 @@ class StageWriter:
         plan: StartPlan | None = None,
         drops_late: bool = True,
         kafka: KafkaInput | None = None,
+        publish: Callable[[DataFrame], None] | None = None,
     ) -> None:
         self._stream = stream
+        self._publish = publish  # sends the output rows to the stream's topic
         self._kafka = kafka  # the stream reads Kafka itself (``reads="kafka"``)
         self._target = target
         self._guard_until_ms = plan.guard_until_ms if plan else 0
@@ -57,9 +62,12 @@ class StageWriter:
                 watermarked = self._stream.watermark is not None
                 self._target.record(batch, batch_id, counts, clock, watermarked)
 
-            # The output's commit overlaps the late rows' and the ledger's; each is idempotent,
-            # so a batch that fails in one of them is replayed and completes the others.
+            # The output's commit overlaps the late rows', the ledger's and the topic's; each is
+            # idempotent (the topic: at least once, by the unique key), so a batch that fails in
+            # one of them is replayed and completes the others.
+            publish = self._publish
             run_together(
+                *([lambda: publish(output)] if publish is not None and rows_out else []),
                 *([lambda: self._write_output(output, batch_id, clock)] if rows_out else []),
                 late_rows_and_ledger,
             )

@@ -129,9 +129,31 @@ def stream_problems(
             f"reads: 'kafka' needs a KafkaSource, and this stream reads the table "
             f"{stream.source.table!r}; remove reads or read a topic."
         )
+    problems += _publish_problems(stream)
     problems += _time_problems(stream)
     if columns is not None:
         problems += _column_problems(stream, columns)
+    return problems
+
+
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+def _publish_problems(stream: StatefulStream) -> list[str]:
+    topic = stream.publish_topic
+    if topic is None:
+        return []
+    problems = []
+    if not _TOPIC_NAME.match(topic) or topic in (".", ".."):
+        problems.append(
+            f"publish_topic: {topic!r} is not a Kafka topic name; use letters, digits, '.', "
+            "'_' and '-' (at most 249)."
+        )
+    if stream.unique_key is None:
+        problems.append(
+            "publish_topic: the topic gets a replayed batch's rows again (at least once); set "
+            "unique_key to the output column that identifies a row, so consumers can drop copies."
+        )
     return problems
 
 
@@ -152,8 +174,11 @@ def _time_problems(stream: StatefulStream) -> list[str]:
         problems.append("watermark: must be a positive duration, e.g. timedelta(minutes=10).")
     if stream.key_lifetime is not None and stream.key_lifetime.total_seconds() <= 0:
         problems.append("key_lifetime: must be a positive duration, e.g. timedelta(minutes=30).")
-    if stream.trigger.total_seconds() <= 0:
-        problems.append("trigger: must be a positive duration, e.g. timedelta(seconds=10).")
+    if stream.trigger.total_seconds() < 0:
+        problems.append(
+            "trigger: must not be negative; e.g. timedelta(seconds=10), or timedelta(0) for the "
+            "next batch as soon as the last one ends and input is there."
+        )
     if (
         stream.timeout
         and stream.logic is not None

@@ -52,7 +52,8 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
         "quarantine": ["clickstream", "key_events", "service_heartbeats"],
         "events": ["clickstream_raw"],
         "user_sessions": ["events"],
-        "security_alerts": ["events"],
+        "security_alerts": ["clickstream"],
+        "alerts": ["security_alerts"],
         "daily_engagement": ["user_sessions"],
         "service_heartbeats_raw": ["service_heartbeats"],
         "service_status": ["service_heartbeats_raw"],
@@ -65,10 +66,10 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
             "service_status",
             "user_sessions",
         ],
-        "late_events": ["clickstream_raw", "events", "key_events_raw"],
+        "late_events": ["clickstream", "clickstream_raw", "events", "key_events_raw"],
     }
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
-    assert kinds["clickstream"] == {"kafka"}
+    assert kinds["clickstream"] == kinds["alerts"] == {"kafka"}
     assert kinds["user_sessions"] == {"spark", "delta"}
     assert all(graph.get(k).description for k in graph.get_all_asset_keys())
 
@@ -126,7 +127,7 @@ def test_every_stream_table_declares_the_health_checks_and_the_sensors_and_sched
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("trigger_interval_seconds", 0, "trigger_interval_seconds is 0; set it to a whole number"),
+        ("trigger_interval_seconds", -1, "trigger_interval_seconds is -1; set it to 0 .the next"),
         ("max_offsets_per_trigger", -5, "max_offsets_per_trigger is -5; set it to a whole number"),
     ],
 )
@@ -136,13 +137,18 @@ def test_launch_config_refuses_bad_values_naming_the_field_and_the_fix(field, va
 
 
 def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger():
-    events = load_registry().get("events")
-    options = StreamRunConfig().run_options(events)
-    assert (options.mode, options.processing_time, options.max_offsets_per_trigger) == (
+    registry = load_registry()
+    options = {s.name: StreamRunConfig().run_options(s) for s in registry}
+    assert (options["events"].mode, options["events"].max_offsets_per_trigger) == (
         "continuous",
-        "10 seconds",
         200_000,
     )
+    # the streams whose rows people wait for start a batch as soon as there is input
+    waited_for = {"events", "security_alerts"}
+    assert {n: o.processing_time for n, o in options.items() if n in waited_for} == dict.fromkeys(
+        waited_for, "0 seconds"
+    )
+    assert options["user_sessions"].processing_time == "10 seconds"
 
 
 def test_per_stream_settings_override_the_job_and_can_disable_a_stream():
@@ -171,6 +177,6 @@ def test_per_stream_settings_for_an_unknown_stream_are_refused_with_the_known_na
 
 def test_a_bad_launch_config_fails_the_run_before_any_query_starts():
     job = defs.resolve_job_def("stream_events")
-    config = {"ops": {"run_stream_events": {"config": {"trigger_interval_seconds": 0}}}}
-    with pytest.raises(Exception, match="trigger_interval_seconds is 0"):
+    config = {"ops": {"run_stream_events": {"config": {"trigger_interval_seconds": -2}}}}
+    with pytest.raises(Exception, match="trigger_interval_seconds is -2"):
         job.execute_in_process(run_config=config, instance=dg.DagsterInstance.ephemeral())

@@ -24,15 +24,16 @@ BUILTIN = builtin_streams(BuiltinSettings())
     ("name", "start", "downstream", "streams", "told"),
     [
         ("user_sessions", "earliest", "notify", ["user_sessions"], []),
-        ("events", "earliest", "notify", ["events"], ["security_alerts", "user_sessions"]),
-        ("events", "bronze", "reprocess", ["events", "user_sessions", "security_alerts"], []),
+        ("events", "earliest", "notify", ["events"], ["user_sessions"]),
+        ("events", "bronze", "reprocess", ["events", "user_sessions"], []),
         # from bronze: the silver stream between the gold one and bronze is rebuilt with it
-        ("user_sessions", "bronze", "notify", ["events", "user_sessions"], ["security_alerts"]),
+        ("user_sessions", "bronze", "notify", ["events", "user_sessions"], []),
+        # security_alerts reads the topic itself: a rebuild of bronze leaves it alone
         (
             "clickstream_raw",
             "earliest",
             "reprocess",
-            ["clickstream_raw", "events", "user_sessions", "security_alerts"],
+            ["clickstream_raw", "events", "user_sessions"],
             [],
         ),
         ("clickstream_raw", "timestamp", "notify", ["clickstream_raw"], ["events"]),

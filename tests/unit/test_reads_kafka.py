@@ -37,9 +37,9 @@ def test_events_reading_kafka_has_the_topic_upstream_and_catches_up_beside_bronz
         None,
     )
     assert [[s.name for s in w] for w in catch_up_waves(list(default))][:3] == [
-        ["clickstream_raw", "service_heartbeats_raw"],
+        ["clickstream_raw", "security_alerts", "service_heartbeats_raw"],
         ["events", "service_status"],
-        ["user_sessions", "security_alerts"],
+        ["user_sessions"],
     ]
 
 
@@ -62,7 +62,7 @@ def test_a_rebuild_from_bronze_is_refused_for_a_stream_that_reads_kafka():
     with pytest.raises(ReprocessRefused, match=r"events is read from Kafka: .*from a timestamp"):
         plan_reprocess(FROM_KAFKA, "events", "bronze", "notify")
     plan = plan_reprocess(FROM_KAFKA, "events", "earliest", "reprocess", rebuild_id="r1")
-    assert list(plan.streams) == ["events", "user_sessions", "security_alerts"]
+    assert list(plan.streams) == ["events", "user_sessions"]
 
 
 def test_a_checkpoint_records_what_it_reads_and_refuses_the_other_source(tmp_path: Path):

@@ -16,11 +16,12 @@ from platform_pipelines.runtime.vacuum_retention import (
     reader_holds,
     retention_for,
 )
-from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 
 HOUR_MS = 3_600_000
 NOW_MS = 1_795_000_000_000
-STREAMS = list(builtin_streams())
+# security_alerts reading events (not the topic, the default): two readers of one table.
+STREAMS = list(builtin_streams(BuiltinSettings(alerts_reads="bronze")))
 
 
 def commit(
