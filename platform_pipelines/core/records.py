@@ -27,7 +27,10 @@ class ProgressRecord:
         stream: the stream's name (the Spark query name).
         run_id: the Dagster run (or other owner) that ran the query; empty when unknown.
         progress: for ``progress``, Spark's StreamingQueryProgress as a dict (its JSON).
-        trigger_seconds: the query's trigger interval (0 for a catch-up run), for liveness.
+        trigger_seconds: the query's trigger interval, for liveness: 0 for a catch-up run, and
+            for a continuous stream whose next batch starts as soon as there is input.
+        phase: ``catch_up`` (the query reads what is there and ends) or ``continuous`` (it runs
+            until stopped), as the runner started it; None in records from before it was kept.
         error_class: for a ``terminated`` query that failed, Spark's error class (or exception
             type when Spark gives none); None when it stopped cleanly.
         error: for a failed query, the first line of its error.
@@ -53,6 +56,7 @@ class ProgressRecord:
     batch_id: int | None = None
     counts: Mapping[str, int] | None = None
     waiting_for: str | None = None
+    phase: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(

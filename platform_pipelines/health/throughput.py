@@ -100,7 +100,7 @@ def judge_falling_behind(
     * rates, over the last ``window_batches`` batches of the newest query run (a continuous
       run's catch-up phase is a query run of its own) (see ``Rates``): warn when at least
       ``min_rate_batches`` batches had input, every one of them was full, and the input rate is
-      above ``behind_ratio`` times the processed rate. A catch-up (trigger 0) reads a backlog
+      above ``behind_ratio`` times the processed rate. A catch-up phase reads a backlog
       as fast as it can: its rates are not judged, only its lag;
     * lag (see ``Lag``): above ``lag_fail_records`` fail, above ``lag_warn_records`` warn; an
       unknown lag fails with its cause (the stream cannot read). No lag: rates only.
@@ -109,11 +109,19 @@ def judge_falling_behind(
         return _not_judged(run, lag)
     current = newest_query_run(batches(records))
     rates = window_rates(current[-policy.window_batches :])
-    catching_up = bool(current) and current[-1].trigger_seconds == 0
+    catching_up = bool(current) and _catching_up(current[-1])
     verdicts = [_rate_verdict(rates, policy, catching_up)]
     if lag is not None:
         verdicts.append(_lag_verdict(lag, policy))
     return combine(FALLING_BEHIND, verdicts)
+
+
+def _catching_up(record: ProgressRecord) -> bool:
+    """Whether ``record``'s query reads a backlog to its end (a catch-up run, or the catch-up
+    phase of a continuous one); records from before phases were kept: a trigger of 0."""
+    if record.phase is not None:
+        return record.phase == "catch_up"
+    return record.trigger_seconds == 0
 
 
 def newest_query_run(done: Sequence[ProgressRecord]) -> list[ProgressRecord]:

@@ -37,6 +37,7 @@ class ProgressRecorder(StreamingQueryListener):
         self._store = store
         self._run_id = run_id
         self._triggers = dict(trigger_seconds)
+        self._phases: dict[str, str] = {}  # stream -> the phase its current query runs
         self._names: dict[str, str] = {}  # query id -> stream name
         self._ended: set[str] = set()  # run ids of query runs whose end was recorded
         self._lock = threading.Lock()
@@ -53,6 +54,7 @@ class ProgressRecorder(StreamingQueryListener):
             stream=stream,
             run_id=self._run_id,
             trigger_seconds=self._triggers[stream],
+            phase=self._phases.get(stream),
             pid=self._pid,
             host=self._host,
             **fields,  # type: ignore[arg-type]
@@ -61,6 +63,11 @@ class ProgressRecorder(StreamingQueryListener):
             self._store.append(record)
         except OSError:
             self.failures += 1
+
+    def start_phase(self, stream: str, phase: str) -> None:
+        """The runner starts ``stream``'s query for ``phase`` (``catch_up`` or ``continuous``):
+        every later record of the stream says so."""
+        self._phases[stream] = phase
 
     def record_batch(self, stream: str, batch_id: int, counts: object) -> None:
         """What the stream's writer did with a micro-batch (``streams.sink.BatchCounts``)."""

@@ -180,6 +180,12 @@ def run_streams(
             late.poll()  # start the streams whose topic appeared, or their next phase
 
     stop = stop or StopRequest()
+
+    def starting(name: str, phase: Phase) -> None:
+        if recorder:
+            recorder.start_phase(name, phase)  # its records then say which phase ran
+        on_start(name, phase)
+
     supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watching)
     with locks:
         for stream in streams:
@@ -194,7 +200,7 @@ def run_streams(
                     f"{savepoint!r} was interrupted. Run `platform savepoint restore {stream.name} "
                     f"--name {savepoint}` again first (it is safe to repeat)."
                 )
-        late = _topic_wait(ctx, streams, per_stream, supervisor, on_start, on_note, recorder)
+        late = _topic_wait(ctx, streams, per_stream, supervisor, starting, on_note, recorder)
         if recorder:
             ctx.spark.streams.addListener(recorder)
         waiting = {s.name for s in late.never_started}
@@ -205,7 +211,7 @@ def run_streams(
         try:
             for wave in catch_up_waves(ready):
                 for stream in wave:
-                    on_start(stream.name, "catch_up")
+                    starting(stream.name, "catch_up")
                     query = start_stream(ctx, stream, per_stream[stream.name], "catch_up", later)
                     later = {}
                     supervisor.add(
@@ -213,7 +219,7 @@ def run_streams(
                     )
                 supervisor.wait([s.name for s in wave])
             for stream in (s for s in ready if per_stream[s.name].mode == "continuous"):
-                on_start(stream.name, "continuous")
+                starting(stream.name, "continuous")
                 supervisor.add(
                     stream.name, start_stream(ctx, stream, per_stream[stream.name], "continuous")
                 )

@@ -146,3 +146,25 @@ def test_a_key_lifetime_that_is_not_positive_is_refused():
     assert problems_of(replace(EXAMPLE, key_lifetime=timedelta(0))) == [
         "key_lifetime: must be a positive duration, e.g. timedelta(minutes=30)."
     ]
+
+
+def test_a_published_topic_needs_a_unique_key_and_a_kafka_topic_name():
+    assert problems_of(replace(EXAMPLE, publish_topic="key counts!")) == [
+        "publish_topic: 'key counts!' is not a Kafka topic name; use letters, digits, '.', '_' "
+        "and '-' (at most 249).",
+        "publish_topic: the topic gets a replayed batch's rows again (at least once); set "
+        "unique_key to the output column that identifies a row, so consumers can drop copies.",
+    ]
+    registry = builtin_streams()
+    declare_stream(registry, replace(EXAMPLE, publish_topic="key_counts.v1", unique_key="key"))
+    assert registry.get("key_counts").publish_topic == "key_counts.v1"
+
+
+def test_a_trigger_of_zero_runs_batches_back_to_back_and_a_negative_one_is_refused():
+    registry = builtin_streams()
+    assert registry.get("security_alerts").trigger == timedelta(0)
+    declare_stream(registry, replace(EXAMPLE, trigger=timedelta(0)))
+    assert problems_of(replace(EXAMPLE, name="other", trigger=timedelta(seconds=-1))) == [
+        "trigger: must not be negative; e.g. timedelta(seconds=10), or timedelta(0) for the next "
+        "batch as soon as the last one ends and input is there."
+    ]

@@ -310,3 +310,25 @@ def test_a_running_catch_up_is_judged_by_its_lag_not_its_rates():
         Status.FAIL,
         "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)",
     )
+
+
+def test_a_continuous_stream_on_a_zero_trigger_is_judged_on_its_rates_not_taken_for_a_catch_up():
+    """A stream whose next batch starts as soon as there is input (trigger 0) runs its batches
+    back to back: each is full, and an input faster than it processes is falling behind."""
+    behind = [
+        replace(r, phase="continuous")
+        for r in batches(10, trigger=0.0, input_rate=300.0, processed_rate=200.0, every=5.0)
+    ]
+    catching_up = [replace(r, phase="catch_up") for r in batches(10, trigger=0.0, **CATCH_UP)]
+
+    continuous = judge_falling_behind(behind, None, run=RUNNING)
+    catch_up = judge_falling_behind(catching_up, None, run=RUNNING)
+
+    assert (continuous.status, continuous.summary) == (
+        Status.WARN,
+        "input arrives at 300.0 rows/s but is processed at 200.0 rows/s over 10 full batches",
+    )
+    assert (catch_up.status, catch_up.summary) == (
+        Status.PASS,
+        "catching up at 54.7 rows/s (a catch-up's rates are not judged)",
+    )
