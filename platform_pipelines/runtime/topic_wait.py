@@ -19,6 +19,7 @@ from typing import Literal
 from kafka.errors import KafkaError
 from pyspark.sql.streaming.query import StreamingQuery
 
+from platform_pipelines.health.liveness import create_topic_command
 from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.kafka.security import KafkaSecurityError
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
@@ -75,7 +76,7 @@ def waiting_note(topic: str) -> str:
     """The run log's line for a stream that waits for ``topic``."""
     return (
         f"waits for the Kafka topic {topic}, which does not exist yet: it starts by itself once "
-        f"the topic exists (create it with `platform kafka create-topic {topic}`)"
+        f"the topic exists (create it with `{create_topic_command(topic)}`)"
     )
 
 
