@@ -214,6 +214,7 @@ def launch_worker(
     log = (lake_dir / "worker.log").open("ab")
     command = [sys.executable, "-m", "platform_pipelines.runtime.chaos_worker"]
     command += ["--lake", str(lake_dir), "--bootstrap", bootstrap, "--topic", topic]
+    command += ["--alerts-topic", f"{topic}-alerts"]
     if crash is not None:
         command += ["--crash-dir", str(crash.folder)]
         command += [arg for point in crash.pause_at for arg in ("--pause-at", point)]
@@ -277,10 +278,10 @@ def _wait_caught_up(
 
 
 def _catch_up(spark: SparkSession, lake: Lakehouse, bootstrap: str, topic: str) -> None:
-    registry = builtin_streams(BuiltinSettings(clickstream_topic=topic))
+    settings = BuiltinSettings(clickstream_topic=topic, alerts_topic=f"{topic}-alerts")
     run_streams(
         StreamContext(spark, lake, bootstrap),
-        [registry.get(s) for s in STREAMS],
+        [builtin_streams(settings).get(s) for s in STREAMS],
         RunOptions(mode="catch_up", max_offsets_per_trigger=50_000),
         lambda *_: None,
     )

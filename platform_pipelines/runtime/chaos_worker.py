@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.events import ALERTS_TOPIC
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.crash_points import CrashPoints
 from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
@@ -40,6 +41,7 @@ def main() -> None:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--mode", choices=("continuous", "catch_up"), default="continuous")
     parser.add_argument("--streams", default=",".join(STREAMS), help="comma-separated, in order")
+    parser.add_argument("--alerts-topic", default=ALERTS_TOPIC, help="where alerts are published")
     parser.add_argument("--crash-dir", type=Path, help="trace checkpoint writes here")
     parser.add_argument("--pause-at", action="append", default=[], help="<phase>:<regex>")
     parser.add_argument("--pause-every", default="", help="pause every write matching this")
@@ -50,7 +52,9 @@ def main() -> None:
         args.crash_dir.mkdir(parents=True, exist_ok=True)
         os.environ.update(points.environment())  # the JVM started below inherits them
         conf.update(points.spark_conf())
-    registry = builtin_streams(BuiltinSettings(clickstream_topic=args.topic))
+    registry = builtin_streams(
+        BuiltinSettings(clickstream_topic=args.topic, alerts_topic=args.alerts_topic)
+    )
     streams = [registry.get(name) for name in args.streams.split(",")]
     spark = build_spark_session(replace(SPARK, extra_conf=conf))
     store = ProgressStore(args.lake / "progress")

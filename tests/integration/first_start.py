@@ -56,6 +56,7 @@ def launch(
     lake_dir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "platform_pipelines.runtime.chaos_worker"]
     command += ["--lake", str(lake_dir), "--bootstrap", bootstrap, "--topic", topic]
+    command += ["--alerts-topic", f"{topic}-alerts"]
     command += ["--mode", mode, "--streams", ",".join(streams)]
     if crash is not None:
         command += ["--crash-dir", str(crash.folder), "--pause-every", crash.pause_every]

@@ -41,7 +41,9 @@ def run_catch_up(
     registry: StreamRegistry | None = None,
 ) -> Progress:
     """Run the built-in streams (or some) to the end of what Kafka holds."""
-    registry = registry or builtin_streams(BuiltinSettings(clickstream_topic=topic))
+    registry = registry or builtin_streams(
+        BuiltinSettings(clickstream_topic=topic, alerts_topic=f"{topic}-alerts")
+    )
     names = list(streams or ["clickstream_raw", "events", "user_sessions"])
     progress = Progress()
     run_streams(
