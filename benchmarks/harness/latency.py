@@ -206,9 +206,10 @@ def _platform(
 
 
 def _produce_in_subprocess(
-    env: Env, topic: str, rate: float, config: dict[str, Any], producer: str
+    env: Env, topic: str, rate: float, config: dict[str, Any], producer: str, live: bool = False
 ) -> dict[str, Any]:
-    """Run the paced producer in its own process; what it sent and when."""
+    """Run the paced producer in its own process; what it sent and when (``live``: every record
+    dated when it is sent)."""
     folder = env.work / f"latency-producer-{topic}"
     folder.mkdir(parents=True, exist_ok=True)
     config["start_time"] = config["start_time"].isoformat()
@@ -219,6 +220,7 @@ def _produce_in_subprocess(
         "config": config,
         "out": str(folder / "sent.json"),
         "producer": producer,
+        "live": live,
     }
     (folder / "spec.json").write_text(json.dumps(spec))
     command = [sys.executable, "-m", "benchmarks.harness.produce_worker", str(folder / "spec.json")]

@@ -5,8 +5,8 @@ for the driver's interpreter lock::
 
     python -m benchmarks.harness.produce_worker SPEC.json
 
-``SPEC.json``: ``{"bootstrap", "topic", "rate", "out", "producer", "config": {ClickstreamConfig
-fields, start_time as ISO}}``. Writes ``out``: ``{"sent_ms": {event_id: first send, epoch ms},
+``SPEC.json``: ``{"bootstrap", "topic", "rate", "out", "producer", "live", "config":
+{ClickstreamConfig fields, start_time as ISO}}`` (``live``: event times on the wall clock). Writes ``out``: ``{"sent_ms": {event_id: first send, epoch ms},
 "records", "elapsed_s", "rate"}``. The Kafka record's own timestamp is taken in the same
 ``send`` call.
 
@@ -22,9 +22,11 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
+from platform_pipelines.core.times import iso
 from platform_pipelines.jvm import ensure_jars, require_java
 from platform_pipelines.kafka.producer import (
     ClickstreamConfig,
@@ -34,6 +36,33 @@ from platform_pipelines.kafka.producer import (
 )
 
 JAVA_SOURCE = Path(__file__).with_name("PacedProducer.java")
+# With ``live``, the first record is dated this long after the records are made: about when the
+# paced producer sends it (its JVM starts first).
+LIVE_LEAD_S = 1.0
+
+
+def live(records: list[ProducedRecord], rate: float, start: float) -> list[ProducedRecord]:
+    """``records`` re-dated on the wall clock: record ``i`` at ``start + i / rate`` (when the
+    paced producer sends it), a re-sent duplicate with its original's date, so that event time
+    moves as fast as time does and an event sent now is never behind the watermark.
+
+    >>> from platform_pipelines.kafka.producer import ProducedRecord
+    >>> sent = [ProducedRecord(b"u", json.dumps({"event_id": e}).encode(), "ok") for e in "aba"]
+    >>> [json.loads(r.value)["event_time"] for r in live(sent, 2.0, 0.0)]
+    ['1970-01-01T00:00:00.000Z', '1970-01-01T00:00:00.500Z', '1970-01-01T00:00:00.000Z']
+    """
+    dated: dict[str, str] = {}
+    out = []
+    for number, record in enumerate(records):
+        if record.kind == "malformed":  # kept as it is: its date may be what is wrong with it
+            out.append(record)
+            continue
+        event = json.loads(record.value)
+        event_id = str(event.get("event_id"))
+        at = datetime.fromtimestamp(start + number / rate, UTC)
+        event["event_time"] = dated.setdefault(event_id, iso(at))
+        out.append(replace(record, value=json.dumps(event).encode()))
+    return out
 
 
 def main(spec_path: str) -> None:
@@ -41,6 +70,8 @@ def main(spec_path: str) -> None:
     fields = dict(spec["config"])
     fields["start_time"] = datetime.fromisoformat(fields["start_time"])
     records = list(generate_clickstream(ClickstreamConfig(**fields)))
+    if spec.get("live"):
+        records = live(records, spec["rate"], time.time() + LIVE_LEAD_S)
     ids = [json.loads(r.value).get("event_id") for r in records]
     if spec.get("producer", "python") == "jvm":
         sent = _send_with_java(spec, records, Path(spec["out"]).parent)

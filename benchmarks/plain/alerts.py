@@ -20,7 +20,8 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 
-from benchmarks.plain.common import WATERMARK, read_delta, to_delta
+from benchmarks.plain import bronze
+from benchmarks.plain.common import WATERMARK, read_delta, read_kafka, to_delta
 
 THRESHOLD = 5
 WINDOW_MS = 10 * 60 * 1000
@@ -105,3 +106,14 @@ def start(
     """Start the alerts over the events table ``source`` into ``out/table``."""
     events = read_delta(spark, source).withWatermark("event_time", WATERMARK)
     return to_delta(alerts(events), out, trigger_seconds, "plain_alerts")
+
+
+def start_from_kafka(
+    spark: SparkSession, bootstrap: str, topic: str, out: Path, trigger_seconds: float | None
+) -> StreamingQuery:
+    """The single query Kafka -> parse -> dedup -> alerts -> ``out/table``."""
+    parsed = bronze.good_rows(bronze.parse(read_kafka(spark, bootstrap, topic, None)))
+    unique = parsed.withWatermark("event_time", WATERMARK).dropDuplicatesWithinWatermark(
+        ["event_id"]
+    )
+    return to_delta(alerts(unique), out, trigger_seconds, "plain_kafka_alerts")

@@ -1,0 +1,214 @@
+"""Section ``reaction``: how soon an operator sees what a continuous pipeline is for.
+
+One run per input rate (2,000 and 10,000 events/s by default) and variant, each on fresh topics
+and lakehouse, for ``seconds`` of input:
+
+- ``platform``: every built-in stream (clickstream and heartbeats) in one continuous run, each
+  with the launch config's defaults, as a run launched from the Dagster launchpad;
+- ``plain``: one plain query Kafka -> parse -> dedup -> failed-login alerts -> Delta and one plain
+  query Kafka -> parse -> dedup -> Delta beside it (Spark's default trigger: back to back).
+
+While a background clickstream is produced at the rate (event times on the wall clock), a burst
+of failed logins of a new user is sent every ``burst_every`` seconds. Measured, from the Kafka
+send of the record that completes the rule or of each background record:
+
+- alert: the Delta commit that made the alert row visible, and (platform) the alert record's
+  arrival on the alerts topic;
+- dedup path: the commit that made each background record visible in ``events``; p50 of the
+  first and the last tenth of the records sent, whose ratio says whether the run fell behind;
+- stale service (platform): a service sends heartbeats, then stops; how long after its timeout
+  ``service_status`` has the ``stale`` row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.bursts import Bursts, TopicListener
+from benchmarks.harness.env import Env, load
+from benchmarks.harness.inputs import clickstream
+from benchmarks.harness.latency import _produce_in_subprocess, _wait_visible
+from benchmarks.harness.reaction_pipelines import Pipeline, plain_pipeline, platform_pipeline
+from benchmarks.harness.stats import latency_figures, percentile
+from benchmarks.harness.visibility import first_visible_ms, latencies
+from platform_pipelines.kafka.admin import create_topics
+
+Say = Callable[[str], None]
+VARIANTS = ("platform", "plain")
+
+
+@dataclass(frozen=True)
+class ReactionConfig:
+    """What the section runs; every duration in seconds."""
+
+    rates: tuple[float, ...] = (2_000.0, 10_000.0)
+    seconds: float = 300.0
+    users: int = 10_000
+    burst_every: float = 5.0
+    drain_seconds: float = 90.0
+    stale_after_seconds: float = 300.0
+    producer: str = "jvm"
+    seed: int = 11
+
+
+def run_reaction(env: Env, cfg: ReactionConfig, repeat: int, say: Say) -> list[dict[str, Any]]:
+    """Every (rate, variant) ``repeat`` times, variants alternating; one sample each."""
+    samples = []
+    for r in range(repeat):
+        for rate in cfg.rates:
+            for variant in reversed(VARIANTS) if r % 2 else VARIANTS:
+                sample = measure(env, cfg, variant, rate, r, say)
+                samples.append(sample)
+                say(summary_line(sample))
+    return samples
+
+
+def summary_line(sample: dict[str, Any]) -> str:
+    """One line of a sample for the run log."""
+    alert, dedup = sample["alert_delta"], sample["dedup"]
+    topic = sample.get("alert_topic") or {}
+    return (
+        f"reaction {sample['variant']} at {sample['rate']:,.0f}/s: alert p50 "
+        f"{_s(alert['p50_seconds'])} (topic {_s(topic.get('p50_seconds'))}), dedup p50 "
+        f"{_s(dedup['p50_seconds'])} (first/last tenth {_s(dedup['first_tenth_p50_seconds'])}/"
+        f"{_s(dedup['last_tenth_p50_seconds'])}), load {sample['load_after']}"
+    )
+
+
+def _s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s"
+
+
+def measure(
+    env: Env, cfg: ReactionConfig, variant: str, rate: float, r: int, say: Say
+) -> dict[str, Any]:
+    """One run of ``variant`` at ``rate``: its figures (see the module docstring)."""
+    name = f"reaction-{variant}-{int(rate)}-{r}"
+    topics = {"clickstream": f"{name}-clicks", "heartbeats": f"{name}-beats"}
+    topics["alerts"] = f"{name}-alerts"
+    create_topics(env.bootstrap, {t: env.partitions for t in topics.values()})
+    records = int(rate * cfg.seconds)
+    background = clickstream(records, cfg.users, cfg.seed + r, clean=True)
+    start = platform_pipeline if variant == "platform" else plain_pipeline
+    with start(env, name, topics, timedelta(seconds=cfg.stale_after_seconds), say) as pipeline:
+        _warm_up(env, pipeline, topics["clickstream"], f"{name}-warm", say)
+        listener = _listen(env, topics["alerts"]) if variant == "platform" else None
+        bursts = Bursts(env.bootstrap, topics["clickstream"], prefix=name, every=cfg.burst_every)
+        heartbeat = pipeline.heartbeat(env.bootstrap, topics["heartbeats"])
+        load_before = load()
+        with _running(bursts.run), _running(listener.run if listener else None):
+            sent = _produce_in_subprocess(
+                env, topics["clickstream"], rate, asdict(background), cfg.producer, live=True
+            )
+            bursts.stop()
+        produced = time.perf_counter()
+        dedup_rows = pipeline.visible_before + len(sent["sent_ms"])
+        _wait_visible(pipeline.events_table, dedup_rows, cfg.drain_seconds, pipeline.alive)
+        _wait_alerts(pipeline, bursts.sent_ms, cfg.drain_seconds)
+        drained = time.perf_counter() - produced
+        stale = heartbeat.seconds_past_timeout() if heartbeat else None
+        if listener:
+            listener.stop()
+        load_after = load()
+    say(f"{name}: reading which commit made each row visible")
+    return {
+        "variant": variant,
+        "rate": rate,
+        "achieved_rate": round(sent["rate"], 1),
+        "alert_delta": _alert_figures(pipeline.alerts_table, bursts.sent_ms),
+        "alert_topic": _topic_figures(listener, bursts.sent_ms) if listener else None,
+        "dedup": _dedup_figures(pipeline.events_table, sent["sent_ms"]),
+        "stale_service_seconds_after_timeout": stale,
+        "drain_seconds": round(drained, 2),
+        "load_before": load_before,
+        "load_after": load_after,
+    }
+
+
+@contextlib.contextmanager
+def _running(target: Callable[[], None] | None) -> Iterator[None]:
+    thread = threading.Thread(target=target, daemon=True) if target else None
+    if thread:
+        thread.start()
+    try:
+        yield
+    finally:
+        if thread:
+            thread.join(30)
+
+
+def _listen(env: Env, topic: str) -> TopicListener:
+    return TopicListener(env.bootstrap, topic, id_field="alert_id")
+
+
+def _warm_up(env: Env, pipeline: Pipeline, topic: str, prefix: str, say: Say) -> None:
+    """A burst and 2 s of background, until its alert is visible: every query has run a batch
+    with rows (JIT, Python workers, state stores) before anything is timed."""
+    warm = Bursts(env.bootstrap, topic, prefix=prefix, every=3600)
+    warm_thread = threading.Thread(target=warm.run, daemon=True)
+    warm_thread.start()
+    deadline = time.monotonic() + 300
+    while not first_visible_ms(pipeline.alerts_table, key="user_id"):
+        pipeline.alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{prefix}: the warm-up burst raised no alert within 300 s")
+        time.sleep(0.5)
+    warm.stop()
+    warm_thread.join(30)
+    pipeline.visible_before = _rows(pipeline.events_table)
+    say(f"{prefix}: warm (an alert in {pipeline.alerts_table.name})")
+
+
+def _rows(table: Path) -> int:
+    from benchmarks.harness.visibility import visible_rows
+
+    return visible_rows(table)
+
+
+def _wait_alerts(pipeline: Pipeline, sent_ms: dict[str, float], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not set(sent_ms) <= set(first_visible_ms(pipeline.alerts_table, key="user_id")):
+        pipeline.alive()
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.5)
+
+
+def _alert_figures(table: Path, sent_ms: dict[str, float]) -> dict[str, Any]:
+    visible = first_visible_ms(table, key="user_id")
+    lat = latencies(sent_ms, visible, time.time() * 1000)
+    return _with_tenths(lat, len(sent_ms), sum(1 for u in sent_ms if u in visible))
+
+
+def _topic_figures(listener: TopicListener, sent_ms: dict[str, float]) -> dict[str, Any]:
+    lat = latencies(sent_ms, listener.received_ms, time.time() * 1000)
+    seen = sum(1 for u in sent_ms if u in listener.received_ms)
+    figures = _with_tenths(lat, len(sent_ms), seen)
+    ids = [i for i in listener.ids if any(i.startswith(u) for u in sent_ms)]
+    figures["records"] = len(ids)
+    figures["distinct_alert_ids"] = len(set(ids))
+    return figures
+
+
+def _dedup_figures(table: Path, sent_ms: dict[str, float]) -> dict[str, Any]:
+    visible = first_visible_ms(table)
+    lat = latencies(sent_ms, visible, time.time() * 1000)
+    return _with_tenths(lat, len(sent_ms), sum(1 for k in sent_ms if k in visible))
+
+
+def _with_tenths(lat: list[float], produced: int, seen: int) -> dict[str, Any]:
+    tenth = max(len(lat) // 10, 1)
+    first, last = percentile(lat[:tenth], 50), percentile(lat[-tenth:], 50)
+    return {
+        **latency_figures(lat, produced, seen),
+        "first_tenth_p50_seconds": first,
+        "last_tenth_p50_seconds": last,
+        "last_over_first_tenth_p50": round(last / first, 2) if first and last else None,
+    }
