@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from platform_pipelines.core.spark_progress import SST_METRIC
 from platform_pipelines.health.evaluate import Broker
 from platform_pipelines.kafka.replication import PartitionReplicas, ReplicationFacts
 from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.streams.declare import Stream
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "data" / "health_scenarios"
@@ -53,6 +55,8 @@ class Facts:
         broker: the broker's answer (``ask_broker``) at ``ended_at``; None for a stream that
             reads no topic.
         run: the run facts the scenario states, with a failed run's error as recorded.
+        declared: what the judged stream was declared with (``declared``): a scenario whose
+            declaration changed since must be recorded again.
     """
 
     stream: str
@@ -63,6 +67,7 @@ class Facts:
     fault_at: float | None
     broker: Broker | None
     run: RunFacts
+    declared: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,7 +83,25 @@ class Facts:
             fault_at=None if data["fault_at"] is None else float(data["fault_at"]),
             broker=broker_from_json(data["broker"]),
             run=RunFacts(**data["run"]),
+            declared=dict(data["declared"]),
         )
+
+
+def declared(stream: Stream) -> dict[str, Any]:
+    """What the judgements read of a stream's declaration: its input, its watermark and how
+    long it keeps a key."""
+
+    def seconds(value: timedelta | None) -> float | None:
+        return None if value is None else value.total_seconds()
+
+    return {
+        "name": stream.name,
+        "upstream": stream.upstream,
+        "topic": stream.topic,
+        "watermark_seconds": seconds(stream.watermark),
+        "timeout": getattr(stream, "timeout", None),
+        "key_lifetime_seconds": seconds(getattr(stream, "key_lifetime", None)),
+    }
 
 
 def broker_from_json(data: Mapping[str, Any] | None) -> Broker | None:

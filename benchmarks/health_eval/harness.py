@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from benchmarks.health_eval.fixture import LAKE, Facts, Fixture
+from benchmarks.health_eval.fixture import LAKE, Facts, Fixture, declared
 from benchmarks.health_eval.model import Scenario
 from platform_pipelines.health.evaluate import ask_broker
 from platform_pipelines.kafka.admin import create_topics
@@ -230,6 +230,7 @@ class Recording:
             fault_at=self.fault_at,
             broker=broker,
             run=replace(self.scenario.run, failure=self.failure or self.scenario.run.failure),
+            declared=declared(stream),
         )
         fixture = Fixture(self.fixtures / self.scenario.name)
         shutil.rmtree(fixture.folder, ignore_errors=True)

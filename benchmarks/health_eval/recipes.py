@@ -102,10 +102,10 @@ def long_lived_sessions(rec: Recording) -> None:
     users: list[str] = []
 
     def script(tick: Tick) -> bool:
-        if len(users) < 40:
-            users.extend(f"u{len(users) + i}" for i in range(3))  # three newcomers a second
+        if len(users) < 20:
+            users.extend(f"u{len(users) + i}" for i in range(2))  # two newcomers a second
         now = time.time()
-        rec.send([clicks.one(now, user) for user in users])
+        rec.send([clicks.one(now, user) for user in users[len(users) % 2 :: 2]])  # every 2 s
         return tick.batches >= 10 and rec.finish()
 
     rec.run(script)
@@ -115,13 +115,15 @@ def long_lived_sessions(rec: Recording) -> None:
 def bursty_source(rec: Recording) -> None:
     rec.create_topic()
     clicks = Clicks()
-    bursts = [0.0, 15.0, 30.0]
+    sent: list[float] = []  # when each burst was sent
 
     def script(tick: Tick) -> bool:
-        if bursts and tick.elapsed >= bursts[0]:
-            bursts.pop(0)
-            rec.send(clicks.now(3000))
-        return not bursts and tick.elapsed >= 40 and rec.finish()
+        quiet = tick.elapsed - sent[-1] if sent else 0.0
+        if len(sent) < 3 and tick.batches >= len(sent) and (not sent or quiet >= 12):
+            rec.send(clicks.now(3000))  # then nothing for a while
+            sent.append(tick.elapsed)
+            return False
+        return len(sent) == 3 and tick.batches >= 3 and quiet >= 8 and rec.finish()
 
     rec.run(script)
 

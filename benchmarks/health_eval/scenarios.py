@@ -36,8 +36,8 @@ def faulty(name: str, summary: str, streams: s.Streams, stream: str, **kw: objec
 HEALTHY = [
     healthy(
         "steady_dedup_within_watermark",
-        "events deduplicates a steady flow with duplicates; its ids expire with a 20 s watermark",
-        s.dedup(timedelta(seconds=20)),
+        "events deduplicates a steady flow with duplicates; its ids expire with a 10 s watermark",
+        s.dedup(timedelta(seconds=10)),
         "events",
     ),
     healthy(
@@ -69,8 +69,8 @@ HEALTHY = [
     healthy(
         "catch_up_of_a_large_backlog",
         "a catch-up run works through a 40-minute backlog of 40,000 records, half done",
-        s.dedup(timedelta(minutes=10)),
-        "events",
+        s.bronze,
+        "clickstream_raw",
     ),
     healthy(
         "quarantine_spike",
