@@ -109,10 +109,10 @@ class PlatformSettings(BaseSettings):
         description="The Kafka topic of the built-in service_status stream.",
     )
     events_reads: Literal["bronze", "kafka"] = Field(
-        default="bronze",
-        description="What the built-in events stream reads: bronze (the clickstream_raw table: one "
-        "parse, a batch more of latency) or kafka (the topic itself, beside bronze: a row is in "
-        "events without waiting for bronze's batch, for a second parse of every record).",
+        default="kafka",
+        description="What the built-in events stream reads: kafka (the topic itself, beside "
+        "bronze: a row is in events without waiting for bronze's batch, for a second parse of "
+        "every record) or bronze (the clickstream_raw table: one parse, a batch more of latency).",
     )
     alerts_reads: Literal["bronze", "kafka"] = Field(
         default="kafka",

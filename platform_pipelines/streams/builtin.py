@@ -49,7 +49,7 @@ class BuiltinSettings:
 
     clickstream_topic: str = CLICKSTREAM_TOPIC
     heartbeats_topic: str = HEARTBEATS_TOPIC
-    events_reads: Literal["bronze", "kafka"] = "bronze"  # see StatefulStream.reads
+    events_reads: Literal["bronze", "kafka"] = "kafka"  # see StatefulStream.reads
     alerts_reads: Literal["bronze", "kafka"] = "kafka"
     alerts_topic: str = ALERTS_TOPIC
     dedup_watermark: timedelta = timedelta(minutes=10)

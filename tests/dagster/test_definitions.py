@@ -50,7 +50,7 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
         "key_events": [],
         "clickstream_raw": ["clickstream"],
         "quarantine": ["clickstream", "key_events", "service_heartbeats"],
-        "events": ["clickstream_raw"],
+        "events": ["clickstream"],
         "user_sessions": ["events"],
         "security_alerts": ["clickstream"],
         "alerts": ["security_alerts"],
@@ -66,7 +66,7 @@ def test_asset_graph_runs_from_the_topics_through_bronze_and_silver_to_gold():
             "service_status",
             "user_sessions",
         ],
-        "late_events": ["clickstream", "clickstream_raw", "events", "key_events_raw"],
+        "late_events": ["clickstream", "events", "key_events_raw"],
     }
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
     assert kinds["clickstream"] == kinds["alerts"] == {"kafka"}

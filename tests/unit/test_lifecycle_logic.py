@@ -17,7 +17,8 @@ from platform_pipelines.streams.evolution import (
     check_declaration,
 )
 
-BUILTIN = builtin_streams(BuiltinSettings())
+# events reading bronze (PLATFORM_EVENTS_READS=bronze): the chain a rebuild from bronze walks.
+BUILTIN = builtin_streams(BuiltinSettings(events_reads="bronze"))
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from platform_pipelines.streams.validate import DeclarationError
 from user_streams.running_count import STREAMS
 
 FROM_KAFKA = builtin_streams(BuiltinSettings(clickstream_topic="clicks", events_reads="kafka"))
+FROM_BRONZE = builtin_streams(BuiltinSettings(clickstream_topic="clicks", events_reads="bronze"))
 
 
 def test_events_reading_kafka_has_the_topic_upstream_and_catches_up_beside_bronze():
@@ -31,15 +32,12 @@ def test_events_reading_kafka_has_the_topic_upstream_and_catches_up_beside_bronz
         ["clickstream_raw", "events"],
         ["user_sessions"],
     ]
-    default = builtin_streams(BuiltinSettings(clickstream_topic="clicks"))
-    assert (default.get("events").upstream, default.get("events").topic) == (
-        "clickstream_raw",
-        None,
-    )
-    assert [[s.name for s in w] for w in catch_up_waves(list(default))][:3] == [
-        ["clickstream_raw", "security_alerts", "service_heartbeats_raw"],
-        ["events", "service_status"],
-        ["user_sessions"],
+    assert builtin_streams(BuiltinSettings()).get("events").reads == "kafka"  # the default
+    behind = builtin_streams(BuiltinSettings(clickstream_topic="clicks", events_reads="bronze"))
+    assert (behind.get("events").upstream, behind.get("events").topic) == ("clickstream_raw", None)
+    assert [[s.name for s in w] for w in catch_up_waves(list(FROM_KAFKA))][:3] == [
+        ["clickstream_raw", "events", "security_alerts", "service_heartbeats_raw"],
+        ["user_sessions", "service_status"],
     ]
 
 
@@ -69,7 +67,7 @@ def test_a_checkpoint_records_what_it_reads_and_refuses_the_other_source(tmp_pat
     check_declaration(tmp_path, FROM_KAFKA.get("events"))
     assert json.loads((tmp_path / "_declaration.json").read_text())["reads"] == "kafka"
     with pytest.raises(DeclarationChanged, match=r"reads: kafka -> bronze \(the checkpoint's"):
-        check_declaration(tmp_path, builtin_streams().get("events"), upstream="clickstream_raw")
+        check_declaration(tmp_path, FROM_BRONZE.get("events"), upstream="clickstream_raw")
 
 
 def _offsets(checkpoint: Path, batch_id: int, offsets: dict) -> None:

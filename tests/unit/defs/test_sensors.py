@@ -19,7 +19,7 @@ from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.defs.health import health_definitions
 from platform_pipelines.health.metrics import METRICS
 from platform_pipelines.settings import PlatformSettings
-from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from tests.unit.health.factories import batch
 
 pytestmark = pytest.mark.dagster
@@ -28,7 +28,8 @@ CHEAP = {"liveness", "falling_behind", "state_growth", "late_data", "checkpoint"
 
 
 def _sensor(settings: PlatformSettings, name: str) -> dg.SensorDefinition:
-    stream = builtin_streams().get("events")
+    # events reading bronze: no Kafka topic of its own, so no broker is asked about replication.
+    stream = builtin_streams(BuiltinSettings(events_reads="bronze")).get("events")
     defs = health_definitions([stream], [], {}, settings)
     return next(s for s in defs.sensors or [] if s.name == name)  # type: ignore[union-attr]
 
