@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ FIXTURES = REPO / "tests" / "data" / "health_scenarios"
 PROGRESS = "progress.jsonl"
 FACTS = "facts.json"
 LAKE = "lake"
+Offsets = dict[str, dict[int, int]]
 READ_METRICS = frozenset({SST_METRIC})  # the custom metrics core.spark_progress reads
 
 
@@ -57,6 +58,9 @@ class Facts:
         run: the run facts the scenario states, with a failed run's error as recorded.
         declared: what the judged stream was declared with (``declared``): a scenario whose
             declaration changed since must be recorded again.
+        end_offsets: the broker's end offsets of the stream's topic, asked about once a second
+            while the recording ran: ``(time, {topic: {partition: offset}})``, None when the
+            broker did not answer. The lag at any moment of the recording comes from them.
     """
 
     stream: str
@@ -68,6 +72,7 @@ class Facts:
     broker: Broker | None
     run: RunFacts
     declared: dict[str, Any]
+    end_offsets: list[tuple[float, Offsets | None]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +89,10 @@ class Facts:
             broker=broker_from_json(data["broker"]),
             run=RunFacts(**data["run"]),
             declared=dict(data["declared"]),
+            end_offsets=[
+                (float(ts), None if ends is None else offsets_from_json(ends))
+                for ts, ends in data.get("end_offsets", [])
+            ],
         )
 
 
@@ -104,17 +113,20 @@ def declared(stream: Stream) -> dict[str, Any]:
     }
 
 
+def offsets_from_json(data: Mapping[str, Mapping[str, int]]) -> Offsets:
+    """``{topic: {partition: offset}}`` (JSON turned the partition numbers into text)."""
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
+
+
 def broker_from_json(data: Mapping[str, Any] | None) -> Broker | None:
-    """A ``Broker`` as ``asdict`` wrote it (JSON turned the partition numbers into text)."""
+    """A ``Broker`` as ``asdict`` wrote it."""
     if data is None:
         return None
     ends = data["end_offsets"]
     replication = data["replication"]
     return Broker(
         address=data["address"],
-        end_offsets=None
-        if ends is None
-        else {t: {int(p): int(o) for p, o in parts.items()} for t, parts in ends.items()},
+        end_offsets=None if ends is None else offsets_from_json(ends),
         error=data["error"],
         replication=None if replication is None else replication_from_json(replication),
     )

@@ -20,12 +20,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from benchmarks.health_eval.fixture import LAKE, Facts, Fixture, declared
+from benchmarks.health_eval.fixture import LAKE, Facts, Fixture, Offsets, declared
 from benchmarks.health_eval.model import Scenario
 from platform_pipelines.health.evaluate import ask_broker
-from platform_pipelines.kafka.admin import create_topics
+from platform_pipelines.kafka.admin import create_topics, end_offsets_many
 from platform_pipelines.kafka.broker import LocalKafkaBroker
 from platform_pipelines.kafka.producer import produce_events
+from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.pointers import POINTERS
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
@@ -132,6 +133,7 @@ class Recording:
     captured: bool = False
     runs: int = 0
     batches: dict[str, int] = field(default_factory=dict)
+    end_offsets: list[tuple[float, Offsets | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.bootstrap = self.bootstrap or self.env.bootstrap
@@ -191,6 +193,7 @@ class Recording:
             done[name] = done.get(name, 0) + 1
 
         def watch() -> None:
+            self.ask_end_offsets()
             if not stop.requested and script(
                 Tick(time.monotonic() - started, done.get(self.scenario.stream, 0))
             ):
@@ -207,6 +210,17 @@ class Recording:
         for name, n in done.items():
             self.batches[name] = self.batches.get(name, 0) + n
 
+    def ask_end_offsets(self) -> None:
+        """Note the broker's end offsets of the judged stream's topic now (None: no answer)."""
+        topic = self.scenario.judged().topic
+        if topic is None:
+            return
+        ends: Offsets | None = None
+        if reachable(self.bootstrap):
+            with contextlib.suppress(Exception):  # no answer is what is noted
+                ends = end_offsets_many(self.bootstrap, [topic], timeout_s=2, skip_missing=True)
+        self.end_offsets.append((time.time(), ends))
+
     def finish(self) -> bool:
         """Capture the fixture now, while the streams run, and end the run (for scripts)."""
         self.capture()
@@ -217,6 +231,7 @@ class Recording:
         from platform_pipelines.core.progress_store import ProgressStore
 
         stream = self.scenario.judged()
+        self.ask_end_offsets()
         now = time.time()
         broker = ask_broker(self.bootstrap, [stream.topic]) if stream.topic else None
         records = ProgressStore(self.store_dir).recent(stream.name, 100_000)
@@ -231,6 +246,7 @@ class Recording:
             broker=broker,
             run=replace(self.scenario.run, failure=self.failure or self.scenario.run.failure),
             declared=declared(stream),
+            end_offsets=self.end_offsets,
         )
         fixture = Fixture(self.fixtures / self.scenario.name)
         shutil.rmtree(fixture.folder, ignore_errors=True)

@@ -135,7 +135,7 @@ def _check(judged: Judged) -> dict[str, Any]:
             detected_after_batches=judged.batches,
             detected_after_seconds=None if judged.seconds is None else round(judged.seconds, 1),
             within_batches=judged.expected.within_batches,
-            within_seconds=judged.expected.within_seconds,
+            within_seconds=judged.limit_seconds,
             in_time=judged.in_time,
         )
     if judged.remedy_ok is not None:

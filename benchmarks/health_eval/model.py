@@ -44,21 +44,23 @@ class Expect:
         within_batches: a fault must be judged ``status`` (or worse) after at most this many
             batches recorded from the fault's start (the bound the check's documentation states).
         within_seconds: ...or within this many seconds of the fault's start (for checks that
-            judge silence, which no batch measures).
+            judge silence, which no batch measures)...
+        within_stale: ...or within the silence the liveness check allows the stream
+            (``stale_after_seconds`` of its records, from its last record on).
         remedy_names: the remedy must name one of these (case-insensitive): the cause injected.
     """
 
     status: Status
     within_batches: int | None = None
     within_seconds: float | None = None
+    within_stale: bool = False
     remedy_names: tuple[str, ...] = ()
 
     @property
     def detects(self) -> bool:
         """Whether this check is one that must see the scenario's fault."""
-        return self.status is not Status.PASS and (
-            self.within_batches is not None or self.within_seconds is not None
-        )
+        bounded = self.within_batches is not None or self.within_seconds is not None
+        return self.status is not Status.PASS and (bounded or self.within_stale)
 
 
 PASSES = Expect(Status.PASS)

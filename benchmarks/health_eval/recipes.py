@@ -263,13 +263,13 @@ def key_cardinality_explosion(rec: Recording) -> None:
     ids = itertools.count()
 
     def script(tick: Tick) -> bool:
-        if tick.batches < 4:
+        if tick.batches < 2:
             rec.send(clicks.now(20))
             return False
         rec.mark_fault()
         now = time.time()
-        rec.send(clicks.one(now, f"anon-{next(ids)}") for _ in range(1000))
-        return tick.batches >= 10 and rec.finish()
+        rec.send(clicks.one(now, f"anon-{next(ids)}") for _ in range(1500))
+        return tick.batches >= 8 and rec.finish()
 
     rec.run(script)
 

@@ -3,8 +3,13 @@
 ``evaluate_stream`` (what the sensor runs on every tick) is called on the fixture's checkpoint
 and records as they stood at a moment ``t``: the records written by then (the newest
 ``RECORDS_PER_EVALUATION``, as the sensor reads them), the run state ``classify_run`` gives for
-the scenario's run facts, and the broker's answer recorded at the end. Checkpoint, broker and run
-facts are those of the moment of judgement; only the records move with ``t``.
+the scenario's run facts, and the broker's answer recorded at the end. Checkpoint and run facts are
+those of the moment of judgement.
+
+The broker's end offsets were asked about once a second while the recording ran, so the lag moves
+with ``t`` too: the checkpoint on disk is the one at the moment of judgement, so the end offsets
+of ``t`` are moved on by what the stream committed between ``t`` and then, and the lag the sensor
+counts against that checkpoint is the lag at ``t``.
 
 A healthy scenario is judged at every batch and every few seconds from its first record to the
 moment of judgement: what an operator sees is the worst verdict of that timeline. A faulty one is
@@ -17,21 +22,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchmarks.health_eval.fixture import Facts, Fixture
+from benchmarks.health_eval.fixture import Facts, Fixture, Offsets, offsets_from_json
 from benchmarks.health_eval.model import CHECKS, Expect, Scenario
-from platform_pipelines.core.records import ProgressRecord
 from platform_pipelines.core.spark_progress import started_at
 from platform_pipelines.core.verdict import Status, Verdict
-from platform_pipelines.health.checkpoint import CheckpointExpectations
+from platform_pipelines.health.checkpoint import (
+    CheckpointExpectations,
+    inspect_checkpoint,
+    kafka_committed_offsets,
+)
 from platform_pipelines.health.evaluate import (
     RECORDS_PER_EVALUATION,
+    Broker,
     HealthConfig,
     evaluate_stream,
 )
+from platform_pipelines.health.liveness import stale_after_seconds
+from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.runs import classify_run
 
-TIMELINE_STEP_SECONDS = 5.0
-MAX_STEPS = 60  # a long wait (a stream stopped for an hour) is judged at this many moments
+TIMELINE_STEP_SECONDS = 5.0  # a healthy recording is judged this often, and at every batch
+DETECTION_STEP_SECONDS = 1.0  # from a fault's start on, until every check that must has seen it
+MAX_STEPS = 300  # a long wait (a stream stopped for an hour) is judged at this many moments
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,8 @@ class Judged:
         batches: for a check that must detect the fault, batches recorded from the fault's start
             to the first moment it did not pass (None: it never did).
         seconds: ...and the seconds from the fault's start to that moment.
+        limit_seconds: the bound in seconds, for a check bounded by time (resolved for the
+            recording when it is the liveness check's stale limit).
     """
 
     check: str
@@ -54,6 +68,7 @@ class Judged:
     worst_at: float = 0.0
     batches: int | None = None
     seconds: float | None = None
+    limit_seconds: float | None = None
 
     @property
     def shown(self) -> Verdict:
@@ -74,7 +89,7 @@ class Judged:
             return False
         if expected.within_batches is not None:
             return self.batches <= expected.within_batches
-        return expected.within_seconds is not None and self.seconds <= expected.within_seconds
+        return self.limit_seconds is not None and self.seconds <= self.limit_seconds
 
     @property
     def remedy_ok(self) -> bool | None:
@@ -88,6 +103,13 @@ class Judged:
     @property
     def ok(self) -> bool:
         return self.status_ok and self.in_time is not False and self.remedy_ok is not False
+
+    @property
+    def bound(self) -> str:
+        """``5 batches`` or ``62 s``: how soon the fault had to be seen."""
+        if self.expected.within_batches is not None:
+            return f"{self.expected.within_batches} batches"
+        return f"{self.limit_seconds or 0:.0f} s"
 
 
 @dataclass(frozen=True)
@@ -118,17 +140,11 @@ class Outcome:
                     if j.batches is None
                     else f"after {j.batches} batches, {j.seconds:.0f} s"
                 )
-                lines.append(f"{check}: fault seen {seen}; bound {_bound(j.expected)}")
+                lines.append(f"{check}: fault seen {seen}; bound {j.bound}")
             if j.remedy_ok is False:
                 names = " or ".join(repr(n) for n in j.expected.remedy_names)
                 lines.append(f"{check}: remedy does not name {names}: {j.final.remedy!r}")
         return lines
-
-
-def _bound(expected: Expect) -> str:
-    if expected.within_batches is not None:
-        return f"{expected.within_batches} batches"
-    return f"{expected.within_seconds:.0f} s"
 
 
 class Replay:
@@ -141,6 +157,8 @@ class Replay:
         self.records = sorted(fixture.records(), key=lambda r: r.ts)
         self.stream = scenario.judged()
         self.lakehouse = fixture.lakehouse
+        checkpoint = inspect_checkpoint(self.lakehouse.checkpoint(self.stream.name))
+        self.committed_final = kafka_committed_offsets(checkpoint)
         self.config = HealthConfig(
             expectations=CheckpointExpectations(
                 state_partitions=self.facts.state_partitions,
@@ -157,14 +175,46 @@ class Replay:
         seen = [r for r in self.records if r.ts <= now][-RECORDS_PER_EVALUATION:]
         run = self.facts.run
         state = classify_run(run.status, seen, run.failure, alive=lambda pid: True)
-        health = evaluate_stream(
-            self.stream, self.lakehouse, seen, state, self.facts.broker, now, self.config
-        )
+        broker = self.broker_at(now)
+        health = evaluate_stream(self.stream, self.lakehouse, seen, state, broker, now, self.config)
         return {v.check: v for v in health.verdicts if v.check in CHECKS}
 
-    def moments(self, start: float, end: float) -> list[float]:
-        """Each batch's record time in ``[start, end]``, every few seconds, and ``end``."""
-        step = max(TIMELINE_STEP_SECONDS, (end - start) / MAX_STEPS)
+    def broker_at(self, now: float) -> Broker | None:
+        """The broker's answer at ``now``: its end offsets then (moved on by what the stream
+        committed since, see the module doc), or that it did not answer."""
+        final, series = self.facts.broker, self.facts.end_offsets
+        if final is None or not series or now >= self.facts.ended_at:
+            return final
+        _, ends = max(((ts, e) for ts, e in series if ts <= now), default=series[0])
+        if ends is None:
+            return Broker(final.address, None, final.error or "connection refused")
+        committed = self.committed_at(now)
+        moved = {
+            topic: {
+                p: end
+                + self.committed_final.get(topic, {}).get(p, 0)
+                - committed.get(topic, {}).get(p, 0)
+                for p, end in parts.items()
+            }
+            for topic, parts in ends.items()
+        }
+        return Broker(final.address, moved, replication=final.replication)
+
+    def committed_at(self, now: float) -> Offsets:
+        """The Kafka offsets the stream had committed at ``now``: the end offsets of its newest
+        batch recorded by then."""
+        done = [r for r in self.records if r.event == "progress" and r.ts <= now]
+        for record in reversed(done):
+            for source in (record.progress or {}).get("sources") or []:
+                end = source.get("endOffset")
+                if isinstance(end, dict) and self.stream.topic in end:
+                    return offsets_from_json(end)
+        return {}
+
+    def moments(self, start: float, end: float, step: float = TIMELINE_STEP_SECONDS) -> list[float]:
+        """Each batch's record time in ``[start, end]``, every ``step`` seconds (fewer over a
+        long wait), and ``end``."""
+        step = max(step, (end - start) / MAX_STEPS)
         steps = int((end - start) // step) + 1
         times = {start + i * step for i in range(steps)} | {end}
         times |= {r.ts for r in self.records if r.event == "progress" and start <= r.ts <= end}
@@ -200,11 +250,27 @@ def replay(scenario: Scenario, fixture: Fixture | None = None) -> Outcome:
             worst[check][0],
             worst[check][1] - first_ts,
             *detected.get(check, (None, None)),
+            limit_seconds=_limit(r, scenario.expected(check)),
         )
         for check in CHECKS
         if check in final
     }
     return Outcome(scenario, r.facts, judged, sum(1 for x in r.records if x.event == "progress"))
+
+
+def _limit(r: Replay, expected: Expect) -> float | None:
+    """The time bound of a check, in seconds from the fault's start: stated, or the silence the
+    liveness check allows (its stale limit, counted from the stream's last record; plus the
+    step at which it is looked for)."""
+    if expected.within_seconds is not None:
+        return expected.within_seconds
+    if not expected.within_stale:
+        return None
+    start = r.facts.fault_at if r.facts.fault_at is not None else r.judged_at
+    seen = [x for x in r.records if x.ts <= r.judged_at]
+    silent_from = max((x.ts for x in seen), default=start)
+    limit = stale_after_seconds(seen, HealthPolicy())
+    return max(0.0, silent_from - start) + limit + DETECTION_STEP_SECONDS
 
 
 def _worst_over(
@@ -234,7 +300,7 @@ def _detection(
     if not checks or start is None:
         return {}
     found: dict[str, tuple[int, float]] = {}
-    for now in r.moments(start, r.judged_at):
+    for now in r.moments(start, r.judged_at, DETECTION_STEP_SECONDS):
         for check, verdict in r.at(now).items():
             if check in checks and check not in found and verdict.status is not Status.PASS:
                 found[check] = (r.batches_between(start, now), now - start)
@@ -246,7 +312,3 @@ def _detection(
 def replay_all(scenarios: Sequence[Scenario]) -> list[Outcome]:
     """Every scenario that has a fixture."""
     return [replay(s) for s in scenarios if Fixture.of(s.name).exists]
-
-
-def records_of(outcome: Outcome) -> list[ProgressRecord]:
-    return Fixture.of(outcome.scenario.name).records()

@@ -5,8 +5,9 @@ failed (or warned, where warning is the documented level) by the checks that wat
 within the number of batches (or seconds) their documentation states, with a remedy that names
 the cause; every other check must pass. The bounds come from the default policy:
 ``HealthPolicy`` (``leak_min_batches`` batches for a leak or a forecast, ``min_rate_batches``
-full batches for rates, ``stale_after_seconds`` for silence) and the checkpoint's own files
-(judged at the first look).
+full batches for rates), the liveness check's stale limit for silence (three triggers or the
+longest recent batches, at least ``min_stale_seconds``), and the first look for what the
+checkpoint, the broker or the run says.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from platform_pipelines.health.policy import HealthPolicy
 POLICY = HealthPolicy()
 FAIL, WARN = Status.FAIL, Status.WARN
 FIRST_LOOK = 1  # a fact of the checkpoint or the broker is judged on the next evaluation
-# Silence is failed after stale_after_seconds: max(3 triggers or longest batches, 60 s).
-STALE = POLICY.min_stale_seconds
 
 
 def healthy(name: str, summary: str, streams: s.Streams, stream: str, **kw: object) -> Scenario:
@@ -147,7 +146,7 @@ FAULTY = [
         s.keyed(s.HangingCount()),
         "key_counts",
         cause="a batch that never ends (the query is hung)",
-        expect={"liveness": Expect(FAIL, within_seconds=STALE, remedy_names=("hung",))},
+        expect={"liveness": Expect(FAIL, within_stale=True, remedy_names=("hung",))},
         judged_after=180.0,
     ),
     faulty(
@@ -157,7 +156,7 @@ FAULTY = [
         "events",
         cause="the Kafka broker is down",
         expect={
-            "liveness": Expect(FAIL, within_seconds=STALE, remedy_names=("broker",)),
+            "liveness": Expect(FAIL, within_stale=True, remedy_names=("broker",)),
             "falling_behind": Expect(FAIL, within_batches=FIRST_LOOK, remedy_names=("broker",)),
             "kafka_replication": Expect(WARN, within_batches=FIRST_LOOK, remedy_names=("broker",)),
         },
