@@ -15,7 +15,6 @@ from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.crash_points import CrashPoints, pauses
 from tests.integration.events import ev
-from tests.integration.first_start import launch
 from tests.integration.helpers import table
 from tests.waiting import wait_for
 
@@ -49,14 +48,14 @@ def _published(bootstrap: str, topic: str) -> list[tuple[str, dict]]:
 
 
 def test_an_alert_is_published_again_after_a_crash_and_written_to_delta_once(
-    spark, kafka_broker, topic_factory, tmp_path: Path
+    spark, kafka_broker, topic_factory, launcher, tmp_path: Path
 ):
     topic = topic_factory("alert_topic", 2)
     produce_events(kafka_broker, topic, INPUT)
     lake_dir = tmp_path / "lake"
     # After the batch's alerts went to Delta and to the topic, before its checkpoint commit.
     crash = CrashPoints(tmp_path / "crash", pause_at=("temp:/security_alerts/commits/0$",))
-    worker = launch(lake_dir, kafka_broker, topic, PIPELINE, crash=crash)
+    worker = launcher(lake_dir, kafka_broker, topic, PIPELINE, crash=crash)
     wait_for(
         lambda: pauses(crash.folder) or worker.poll() is not None,
         300,
@@ -68,7 +67,7 @@ def test_an_alert_is_published_again_after_a_crash_and_written_to_delta_once(
     worker.wait()
     before = _published(kafka_broker, f"{topic}-alerts")
 
-    relaunched = launch(lake_dir, kafka_broker, topic, PIPELINE)
+    relaunched = launcher(lake_dir, kafka_broker, topic, PIPELINE)
     assert relaunched.wait(300) == 0, (lake_dir / "worker.log").read_text()[-3000:]
 
     after = _published(kafka_broker, f"{topic}-alerts")

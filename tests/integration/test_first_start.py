@@ -19,7 +19,7 @@ from platform_pipelines.runtime.chaos import first_batch_after
 from platform_pipelines.runtime.chaos_worker import STREAMS
 from platform_pipelines.runtime.crash_points import CrashPoints, pauses
 from platform_pipelines.streams.schemas import EVENTS
-from tests.integration.first_start import INPUT, Windows, launch, pause_through, rows
+from tests.integration.first_start import INPUT, Windows, pause_through, rows
 from tests.integration.helpers import run_catch_up
 from tests.waiting import wait_for
 
@@ -58,7 +58,7 @@ def test_an_existing_table_is_left_alone(spark, tmp_path: Path):
 
 @pytest.mark.kafka
 def test_every_window_of_a_first_start_recovers_with_the_same_rows(
-    spark, kafka_broker, topic_factory, tmp_path: Path
+    spark, kafka_broker, topic_factory, launcher, tmp_path: Path
 ):
     """Each stream's first start is paused at every checkpoint write (temporary file complete,
     then renamed) and at every Delta commit's checksum, up to its first committed batch; what is
@@ -74,7 +74,7 @@ def test_every_window_of_a_first_start_recovers_with_the_same_rows(
     for number, found in enumerate(windows):
         names = "|".join(found.launch)
         crash = CrashPoints(tmp_path / f"crash-{number}", pause_every=f"/({names})/|\\.crc$")
-        worker = launch(lake_dir, kafka_broker, topic, found.launch, crash=crash)
+        worker = launcher(lake_dir, kafka_broker, topic, found.launch, crash=crash)
         exit_code = pause_through(worker, crash, partial(found.at_pause, lake_dir / "lakehouse"))
         assert exit_code == 0, (lake_dir / "worker.log").read_text()[-3000:]
         assert found.done == set(found.launch), f"no first batch: {pauses(crash.folder)}"
@@ -110,7 +110,7 @@ def test_every_window_of_a_first_start_recovers_with_the_same_rows(
 
 @pytest.mark.kafka
 def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
-    spark, kafka_broker, topic_factory, tmp_path: Path
+    spark, kafka_broker, topic_factory, launcher, tmp_path: Path
 ):
     """SIGKILL (process group: driver and JVM) the continuous pipeline while ``user_sessions``
     and ``security_alerts``, side by side, are paused at different writes of their first start
@@ -124,7 +124,7 @@ def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
     lake_dir = tmp_path / "crashed"
     points = ("temp:/user_sessions/offsets/0$", "done:/security_alerts/state/0/_metadata/metadata$")
     crash = CrashPoints(tmp_path / "crash", pause_at=points)
-    worker = launch(lake_dir, kafka_broker, topic, STREAMS, "continuous", crash)
+    worker = launcher(lake_dir, kafka_broker, topic, STREAMS, "continuous", crash)
     wait_for(
         lambda: len(pauses(crash.folder)) == len(points) or worker.poll() is not None,
         300,
@@ -136,7 +136,7 @@ def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
     worker.wait()
 
     worker, launched = (
-        launch(lake_dir, kafka_broker, topic, STREAMS, "continuous"),
+        launcher(lake_dir, kafka_broker, topic, STREAMS, "continuous"),
         time.monotonic(),
     )
     first_batch_after(lake_dir, launched, worker)  # raises if it exits or never makes a batch
