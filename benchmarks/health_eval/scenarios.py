@@ -128,7 +128,7 @@ FAULTY = [
     ),
     faulty(
         "key_cardinality_explosion",
-        "a client starts sending a new user_id with every event: 1,000 new keys a second",
+        "a client starts sending a new user_id with every event: about 1,000 new keys a second",
         s.first_visits,
         "active_users",
         cause="the key space explodes (a new key per event)",

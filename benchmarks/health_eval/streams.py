@@ -103,8 +103,9 @@ def dedup(watermark: timedelta) -> Streams:
 
 
 def bronze_and_dedup(topic: str) -> list[Stream]:
-    """Bronze, then the built-in ``events`` reading its table (as the default pipeline)."""
-    return [*bronze(topic), builtin_streams(BuiltinSettings(clickstream_topic=topic)).get("events")]
+    """Bronze, then the built-in ``events`` reading its table (``PLATFORM_EVENTS_READS=bronze``)."""
+    cfg = BuiltinSettings(clickstream_topic=topic, events_reads="bronze")
+    return [*bronze(topic), builtin_streams(cfg).get("events")]
 
 
 def sessions(topic: str) -> list[Stream]:
