@@ -53,13 +53,9 @@ def detections(outcomes: Sequence[Outcome], check: str) -> list[str]:
 
 def seen(judged: Judged) -> str:
     """``after 5 batches, 41 s (bound 5 batches)``, or ``never (...)``."""
-    bound = judged.expected.within_batches
-    limit = (
-        f"{bound} batches" if bound is not None else f"{judged.expected.within_seconds or 0:.0f} s"
-    )
     if judged.batches is None or judged.seconds is None:
-        return f"never (bound {limit})"
-    return f"after {judged.batches} batches, {judged.seconds:.0f} s (bound {limit})"
+        return f"never (bound {judged.bound})"
+    return f"after {judged.batches} batches, {judged.seconds:.0f} s (bound {judged.bound})"
 
 
 def targets(outcomes: Sequence[Outcome]) -> dict[str, Any]:
@@ -135,7 +131,7 @@ def _check(judged: Judged) -> dict[str, Any]:
             detected_after_batches=judged.batches,
             detected_after_seconds=None if judged.seconds is None else round(judged.seconds, 1),
             within_batches=judged.expected.within_batches,
-            within_seconds=judged.limit_seconds,
+            within_seconds=None if judged.limit_seconds is None else round(judged.limit_seconds, 1),
             in_time=judged.in_time,
         )
     if judged.remedy_ok is not None:
