@@ -23,6 +23,7 @@ from platform_pipelines.health.checkpoint import (
     kafka_committed_offsets,
     kafka_lag,
 )
+from platform_pipelines.health.checkpoint.upstream import judge_upstream
 from platform_pipelines.health.history import batches
 from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.late_data import judge_late_data
@@ -36,7 +37,7 @@ from platform_pipelines.health.throughput import Lag, judge_falling_behind
 from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.kafka.replication import ReplicationFacts, gather_replication
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.lakehouse.delta_log import committed_version, rows_behind
+from platform_pipelines.lakehouse.delta_log import committed_version, rows_behind, table_id
 from platform_pipelines.streams.declare import Stream, asset_key
 
 # The cheap checks, evaluated by the sensor from files (and, for streams that read Kafka, the
@@ -164,6 +165,15 @@ def stream_lag(
     return None if behind is None else Lag(f"table {stream.upstream}", behind)
 
 
+def _upstream(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts) -> list[Verdict]:
+    """A failure when the checkpoint's positions are in an upstream table that was replaced."""
+    if stream.topic is not None or not facts.exists:
+        return []
+    current = table_id(lakehouse.table(stream.upstream))
+    verdict = judge_upstream(facts, stream.name, stream.upstream, current)
+    return [verdict] if verdict is not None else []
+
+
 def evaluate_stream(
     stream: Stream,
     lakehouse: Lakehouse,
@@ -183,7 +193,7 @@ def evaluate_stream(
         judge_falling_behind(records, lag, policy, run),
         judge_state_growth(records, policy, key_horizon(stream)),
         judge_late_data(records, policy, stream.name),
-        checkpoint_verdict(facts, config.expectations),
+        checkpoint_verdict(facts, config.expectations, _upstream(stream, lakehouse, facts)),
         *([replication_verdict(stream.topic, broker)] if stream.topic else []),
     ]
     done = batches(records)

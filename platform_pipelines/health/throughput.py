@@ -15,7 +15,7 @@ from platform_pipelines.core.spark_progress import (
 )
 from platform_pipelines.core.units import count
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
-from platform_pipelines.health.history import batches, progress_of
+from platform_pipelines.health.history import batches, by_time, progress_of
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
 from platform_pipelines.health.runs import RunState
 
@@ -101,18 +101,23 @@ def judge_falling_behind(
       run's catch-up phase is a query run of its own) (see ``Rates``): warn when at least
       ``min_rate_batches`` batches had input, every one of them was full, and the input rate is
       above ``behind_ratio`` times the processed rate. A catch-up phase reads a backlog
-      as fast as it can: its rates are not judged, only its lag;
+      as fast as it can: its rates are not judged;
     * lag (see ``Lag``): above ``lag_fail_records`` fail, above ``lag_warn_records`` warn; an
-      unknown lag fails with its cause (the stream cannot read). No lag: rates only.
+      unknown lag fails with its cause (the stream cannot read). No lag: rates only. A
+      catch-up's lag is the backlog it was started to read (bounded by the end offsets at its
+      start: it ends), so it does not warn, only fails above ``lag_fail_records``; a catch-up
+      that stops moving is the ``liveness`` check's.
     """
     if run is not None and (run.status != "running" or run.waiting_for):
         return _not_judged(run, lag)
     current = newest_query_run(batches(records))
     rates = window_rates(current[-policy.window_batches :])
-    catching_up = bool(current) and _catching_up(current[-1])
+    # the newest record says the phase, even before the phase's first batch (its start record)
+    newest = by_time(records)
+    catching_up = bool(newest) and _catching_up(newest[-1])
     verdicts = [_rate_verdict(rates, policy, catching_up)]
     if lag is not None:
-        verdicts.append(_lag_verdict(lag, policy))
+        verdicts.append(_lag_verdict(lag, policy, catching_up))
     return combine(FALLING_BEHIND, verdicts)
 
 
@@ -178,7 +183,7 @@ def _rate_verdict(rates: Rates, policy: HealthPolicy, catching_up: bool = False)
     return passed(FALLING_BEHIND, "no batch with input to judge", evidence)
 
 
-def _lag_verdict(lag: Lag, policy: HealthPolicy) -> Verdict:
+def _lag_verdict(lag: Lag, policy: HealthPolicy, catching_up: bool = False) -> Verdict:
     if lag.records is None:
         remedy = lag.remedy or (
             f"The stream cannot read its {lag.input}: bring it back, or point "
@@ -197,7 +202,7 @@ def _lag_verdict(lag: Lag, policy: HealthPolicy) -> Verdict:
             remedy,
             evidence,
         )
-    if lag.records > policy.lag_warn_records:
+    if lag.records > policy.lag_warn_records and not catching_up:
         return warned(
             FALLING_BEHIND,
             f"{behind} (warn above {count(policy.lag_warn_records)})",

@@ -197,3 +197,44 @@ def committed_version(checkpoint: Path) -> int | None:
         return None
     offset = delta_source_offset(checkpoint, max(commits))
     return None if offset is None else int(offset["reservoirVersion"])
+
+
+def table_id(table: Path) -> str | None:
+    """The id Delta gave ``table`` when it was created (``metaData.id``): a Delta source's
+    offsets name it as ``reservoirId``, and Spark refuses to read on from offsets of another
+    table. None when the table has no log, or no readable metadata.
+
+    The newest ``metaData`` action wins: in the commits after the newest checkpoint, else in that
+    checkpoint's Parquet file, else in the oldest commit kept (version 0 before any checkpoint).
+    """
+    log = location(table) / "_delta_log"
+    if not log.is_dir():
+        return None
+    commits = sorted(
+        p for p in log.glob("*.json") if p.name[:20].isdigit() and p.name[20:] == ".json"
+    )
+    parts = sorted(p for p in log.glob("*.checkpoint*.parquet") if p.name[:20].isdigit())
+    since = int(parts[-1].name[:20]) if parts else -1
+    for commit in reversed([c for c in commits if int(c.name[:20]) > since]):
+        if (found := _metadata_id(commit.read_text().splitlines())) is not None:
+            return found
+    for part in (p for p in parts if int(p.name[:20]) == since):  # a multi-part checkpoint
+        if (found := _checkpoint_metadata_id(part)) is not None:
+            return found
+    return _metadata_id(commits[0].read_text().splitlines()) if commits else None
+
+
+def _metadata_id(lines: list[str]) -> str | None:
+    for line in lines:
+        if '"metaData"' in line:
+            metadata = json.loads(line).get("metaData") or {}
+            return str(metadata["id"]) if "id" in metadata else None
+    return None
+
+
+def _checkpoint_metadata_id(part: Path) -> str | None:
+    import pyarrow.parquet as pq  # only for a table whose first commits were cleaned up
+
+    with part.open("rb") as handle:
+        rows = pq.read_table(handle, columns=["metaData"]).column("metaData").to_pylist()
+    return next((str(m["id"]) for m in rows if m and m.get("id")), None)

@@ -57,6 +57,8 @@ combines the judgements into the one ``checkpoint`` check:
   the configured one (Spark keeps the checkpoint's).
 - ``checkpoint_provider``: fail when a stateful checkpoint was written by another state store
   provider than the configured one (Spark keeps the checkpoint's).
+- ``checkpoint_upstream`` (``upstream``, judged with the upstream table's log): fail when the
+  offsets of a stream reading a Delta table are positions in a table that was since replaced.
 
 A missing folder passes as "no checkpoint yet": a stream never run is not unhealthy.
 

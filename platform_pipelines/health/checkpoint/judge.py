@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from platform_pipelines.core.units import size
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
 from platform_pipelines.health.checkpoint.expectations import (
@@ -45,10 +47,13 @@ def judge_checkpoint(
 
 
 def checkpoint_verdict(
-    facts: CheckpointFacts, expected: CheckpointExpectations = CheckpointExpectations()
+    facts: CheckpointFacts,
+    expected: CheckpointExpectations = CheckpointExpectations(),
+    more: Sequence[Verdict] = (),
 ) -> Verdict:
-    """All checkpoint judgements as one Verdict named ``checkpoint``."""
-    return combine(CHECK, judge_checkpoint(facts, expected))
+    """All checkpoint judgements, and ``more`` (judged with what lies outside the folder, such
+    as its upstream table), as one Verdict named ``checkpoint``."""
+    return combine(CHECK, [*judge_checkpoint(facts, expected), *more])
 
 
 def _judge_batches(facts: CheckpointFacts) -> Verdict:
