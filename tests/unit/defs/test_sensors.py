@@ -35,8 +35,10 @@ def _sensor(settings: PlatformSettings, name: str) -> dg.SensorDefinition:
 
 
 def _record(i: int, run_id: str, now: float, **numbers: object):  # type: ignore[no-untyped-def]
-    """Batch ``i`` of the ``events`` stream in ``run_id``, recorded ``10 - i`` seconds ago."""
-    record = batch(i, every=1.0, trigger=2.0, **numbers)  # type: ignore[arg-type]
+    """Batch ``i`` of the ``events`` stream in ``run_id``, recorded ``10 - i`` seconds ago; its
+    events are 5 minutes of event time after batch ``i - 1``'s (a backlog read quickly), so that
+    a few batches move the stream's clock past its key horizon (watermark 10 min + lifetime)."""
+    record = batch(i, every=300.0, trigger=2.0, **numbers)  # type: ignore[arg-type]
     return replace(
         record,
         ts=now - 10 + i,
