@@ -62,6 +62,12 @@ class PlatformSettings(BaseSettings):
     spark_log_level: str = Field(
         default="WARN", description="The SparkContext's log level (INFO, WARN, ERROR...)."
     )
+    verbose: bool = Field(
+        default=False,
+        description="Show Spark's and Dagster's own output (the JVM's start-up, log4j lines, the "
+        "Python workers' prints, Dagster's engine events) where it is written; unset: it goes to "
+        "PLATFORM_LOCAL_DIR/logs/platform.log only. `platform --verbose` sets it.",
+    )
     # The SparkSession (see ``spark.session.SparkOptions``); the health checks judge checkpoints
     # against these same numbers.
     state_partitions: int = Field(
@@ -235,6 +241,11 @@ class PlatformSettings(BaseSettings):
     def progress_dir(self) -> Path:
         """Per-stream progress records, written by running streams, read by sensors and the CLI."""
         return self.local_dir / "progress"
+
+    @property
+    def log_file(self) -> Path:
+        """Spark's and Dagster's own output, appended to by every process (unless ``verbose``)."""
+        return self.local_dir / "logs" / "platform.log"
 
     @property
     def broker_dir(self) -> Path:

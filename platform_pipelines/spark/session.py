@@ -12,10 +12,13 @@ import os
 import socket
 import sys
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from platform_pipelines.core.storage import on_object_store
@@ -206,12 +209,44 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_output(settings):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings.spark_log_level)
     if not is_local(options.master):
         modules = [m.strip() for m in settings.stream_modules.split(",") if m.strip()]
         ship_code(spark, settings.local_dir / "spark" / "pyfiles", ["platform_pipelines", *modules])
     return spark
+
+
+# The log file is set aside (as platform.log.1) when a JVM starts and finds it this big.
+LOG_FILE_MAX_BYTES = 50 * 1024 * 1024
+
+
+@contextmanager
+def _jvm_output(settings: PlatformSettings) -> Iterator[None]:
+    """A JVM started within writes its output (start-up banners, log4j lines, the Python
+    workers' prints) to ``settings.log_file`` for its whole life: it keeps the standard error it
+    starts with. With ``settings.verbose``, or when this process has its JVM already, nothing
+    changes."""
+    if settings.verbose or SparkContext._gateway is not None:
+        yield
+        return
+    log = settings.log_file
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists() and log.stat().st_size > LOG_FILE_MAX_BYTES:
+        log.replace(log.with_name(f"{log.name}.1"))
+    saved = os.dup(2)
+    try:
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"--- {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC, pid {os.getpid()}: Spark\n")
+            out.flush()
+            sys.stderr.flush()
+            os.dup2(out.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def ship_code(spark: SparkSession, folder: Path, modules: Iterable[str]) -> Path:
