@@ -3,13 +3,14 @@
 ``evaluate_stream`` (what the sensor runs on every tick) is called on the fixture's checkpoint
 and records as they stood at a moment ``t``: the records written by then (the newest
 ``RECORDS_PER_EVALUATION``, as the sensor reads them), the run state ``classify_run`` gives for
-the scenario's run facts, and the broker's answer recorded at the end. Checkpoint and run facts are
+the scenario's run facts, and the broker's answer at ``t``. The checkpoint and the run facts are
 those of the moment of judgement.
 
-The broker's end offsets were asked about once a second while the recording ran, so the lag moves
-with ``t`` too: the checkpoint on disk is the one at the moment of judgement, so the end offsets
-of ``t`` are moved on by what the stream committed between ``t`` and then, and the lag the sensor
-counts against that checkpoint is the lag at ``t``.
+The broker's end offsets were asked for once a second while the recording ran. As the checkpoint
+on disk is the one at the moment of judgement, the end offsets of ``t`` are moved on by what the
+stream committed between ``t`` and then: the lag the sensor counts against that checkpoint is
+the lag at ``t``. The broker's own answer at the end (its replicas, or why it did not answer)
+stands for every moment.
 
 A healthy scenario is judged at every batch and every few seconds from its first record to the
 moment of judgement: what an operator sees is the worst verdict of that timeline. A faulty one is
@@ -185,7 +186,7 @@ class Replay:
         final, series = self.facts.broker, self.facts.end_offsets
         if final is None or not series or now >= self.facts.ended_at:
             return final
-        _, ends = max(((ts, e) for ts, e in series if ts <= now), default=series[0])
+        _, ends = max((x for x in series if x[0] <= now), key=lambda x: x[0], default=series[0])
         if ends is None:
             return Broker(final.address, None, final.error or "connection refused")
         committed = self.committed_at(now)

@@ -17,7 +17,7 @@ from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.evaluate import HealthConfig, ask_broker, evaluate_stream
 from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.policy import HealthPolicy
-from platform_pipelines.health.runs import run_state_from_records
+from platform_pipelines.health.runs import RunState, run_state_from_records
 from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
@@ -197,7 +197,15 @@ def test_lag_behind_the_topic_is_shown_and_a_damaged_checkpoint_is_refused(
     produce_events(kafka_broker, topic, [ev(f"b{i}", "u1", "page_view", i, "/") for i in range(37)])
     records = store.recent(bronze.name, 60)
     broker = ask_broker(kafka_broker, [topic])
-    run = run_state_from_records(records)
+    stopped = evaluate_stream(
+        bronze, lake, records, run_state_from_records(records), broker, time.time()
+    )
+    # The catch-up run ended: its lag is shown, not judged (a stopped stream falls behind
+    # nothing); the judgements below are those of the stream while a run runs it.
+    assert stopped.verdict("falling_behind").summary == (
+        f"not judged: not running (run run-lag stopped); 37 records behind its Kafka topic {topic}"
+    )
+    run = RunState("running", "run run-lag", "run-lag")
     health = evaluate_stream(bronze, lake, records, run, broker, time.time())
     assert health.lag is not None and health.lag.records == 37
     assert health.metrics["lag_records"] == 37
