@@ -2,7 +2,8 @@
 
 Replays the fixtures under ``tests/data/health_scenarios/`` through the health sensor's own
 evaluation (no JVM, no broker: a few seconds), prints the matrix per check and the verdicts per
-scenario, and writes ``benchmarks/results/health_eval.json``. Exits 1 when a target is missed.
+scenario, writes ``benchmarks/results/health_eval.json`` and the docs page
+``docs/operating/health-eval.md``. Exits 1 when a target is missed.
 
 Usage:
     .venv/bin/python benchmarks/health_eval/evaluate.py
@@ -22,6 +23,7 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 
 from benchmarks.health_eval.fixture import Fixture  # noqa: E402
+from benchmarks.health_eval.markdown import PAGE, page  # noqa: E402
 from benchmarks.health_eval.matrix import (  # noqa: E402
     document,
     print_matrix,
@@ -37,6 +39,7 @@ RESULTS = REPO / "benchmarks" / "results" / "health_eval.json"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--docs", type=Path, default=REPO / PAGE, help="the page to write")
     args = parser.parse_args(argv)
     console = Console()
     missing = [s.name for s in SCENARIOS if not Fixture.of(s.name).exists]
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = document(outcomes)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=1) + "\n")
-    console.print(f"results: {args.output}")
+    args.docs.write_text(page(outcomes))
+    console.print(f"results: {args.output}; page: {args.docs}")
     return 0 if doc["targets"]["met"] and not missing else 1
 
 

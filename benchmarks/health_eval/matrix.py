@@ -55,7 +55,8 @@ def seen(judged: Judged) -> str:
     """``after 5 batches, 41 s (bound 5 batches)``, or ``never (...)``."""
     if judged.batches is None or judged.seconds is None:
         return f"never (bound {judged.bound})"
-    return f"after {judged.batches} batches, {judged.seconds:.0f} s (bound {judged.bound})"
+    batches = f"{judged.batches} batch{'' if judged.batches == 1 else 'es'}"
+    return f"after {batches}, {judged.seconds:.0f} s (bound {judged.bound})"
 
 
 def targets(outcomes: Sequence[Outcome]) -> dict[str, Any]:

@@ -9,14 +9,18 @@ documented number of batches, with a remedy naming the cause, and passes every o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks.health_eval.fixture import Fixture, declared
+from benchmarks.health_eval.markdown import PAGE, page
 from benchmarks.health_eval.matrix import seen
 from benchmarks.health_eval.model import Scenario
-from benchmarks.health_eval.replay import replay
+from benchmarks.health_eval.replay import replay, replay_all
 from benchmarks.health_eval.scenarios import FAULTY, HEALTHY, SCENARIOS
 
+REPO = Path(__file__).resolve().parents[3]
 FIXTURE_BYTES = 200 * 1024  # fixtures are committed: a recording must stay small
 
 
@@ -53,3 +57,8 @@ def test_every_check_gives_the_scenarios_expected_verdict(scenario: Scenario) ->
     assert late == {}, problems
     unnamed = {check: j.final.remedy for check, j in outcome.judged.items() if j.remedy_ok is False}
     assert unnamed == {}, problems
+
+
+def test_the_published_page_is_what_the_checks_give_today() -> None:
+    committed = (REPO / PAGE).read_text()
+    assert committed == page(replay_all(SCENARIOS)), "run `make health-eval` and commit the page"
