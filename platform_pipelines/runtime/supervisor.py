@@ -1,9 +1,13 @@
-"""Watching running queries: report each new batch once, raise when one dies, stop them cleanly.
+"""Watching running queries: report each batch once, raise when one dies, stop them cleanly.
 
 Nothing here knows Dagster: the owner passes callbacks for progress and query ends, and a
 ``StopRequest`` (set by Ctrl-C, SIGTERM or a Dagster cancel) that the wait loop checks every poll.
 A query is reported as ended cleanly only when Spark says so: when its handle no longer answers
 (its session or JVM is gone), the end is reported as a failure with that reason.
+
+Only batches that ran are reported: a trigger that found no new data also leaves a progress in
+``recentProgress``, with no rows and the id of the batch still to come, which must not hide that
+batch when it runs.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
 EndCallback = Callable[[str, BaseException | None, str], None]  # name, error, query run id
-STOP_AT_BATCH_BOUNDARY_SECONDS = 30.0
+# A stop waits this long for the running batches to commit: a catch-up batch of 200,000 records
+# takes 10-20 s on 2 cores, and Dagster gives a canceling run 180 s before it marks it canceled
+# (dagster_home/dagster.yaml, run_monitoring.cancel_timeout_seconds).
+STOP_AT_BATCH_BOUNDARY_SECONDS = 120.0
 log = logging.getLogger(__name__)
 
 
@@ -62,6 +69,7 @@ class Supervisor:
         self._catch_up: set[str] = set()
         self._ended: set[str] = set()
         self.last_batch: dict[str, int] = {}
+        self.abandoned: list[str] = []  # streams whose running batch a stop did not wait for
 
     def add(self, name: str, query: StreamingQuery, stop_when_caught_up: bool = False) -> None:
         """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query with
@@ -77,14 +85,16 @@ class Supervisor:
     def wait(self, names: Sequence[str] | None = None) -> None:
         """Block until the named queries (default: all) end; raise if one fails.
 
-        On a stop request every query is stopped at a batch boundary and ``GracefulStop`` is
-        raised; on any other interrupt every query is stopped before it propagates.
+        On a stop request every query is stopped after its running batch (``stop_all``) and
+        ``GracefulStop`` is raised; on any other interrupt every query is stopped before it
+        propagates.
         """
         watched = list(names or self._queries)
         try:
             while active := [n for n in watched if self._queries[n].isActive]:
                 if self._stop.requested:
-                    raise GracefulStop(self._stop.name, self.stop_all())
+                    stopped = self.stop_all()
+                    raise GracefulStop(self._stop.name, stopped, list(self.abandoned))
                 try:
                     self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
                 except StreamingQueryException as error:
@@ -104,10 +114,7 @@ class Supervisor:
         if self._watch is not None:
             self._watch()
         for name, query in self._queries.items():
-            for progress in query.recentProgress:
-                if int(progress["batchId"]) > self.last_batch[name]:
-                    self.last_batch[name] = int(progress["batchId"])
-                    self._on_progress(name, progress)
+            self._report_batches(name, query)
             error = _query_error(name, query)
             if error is not None:
                 self.stop_all()
@@ -116,27 +123,48 @@ class Supervisor:
                 query.stop()
 
     def stop_all(self) -> dict[str, int]:
-        """Stop every query, each at a batch boundary when it reaches one within 30 s (else the
-        running batch is abandoned; the checkpoint stays valid and the batch reruns). A query
+        """Stop every query after the batch it runs: each is told to start no new batch, commits
+        the one it runs, and is stopped once no batch runs (at once when it waits for its next
+        trigger). An impatient request (a second Ctrl-C), or a batch still running after 120 s,
+        stops the others at once: their running batch is abandoned (the checkpoint stays valid
+        and the batch reruns on the next start) and they are listed in ``abandoned``. A query
         that fails to stop does not keep the others running. Returns each stream's last batch."""
         deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
+        running = {n: q for n, q in self._queries.items() if self._attempt(n, _active, q)}
+        for name, query in running.items():
+            self._attempt(name, _end_after_batch, query)
+        while running and not self._stop.impatient and time.monotonic() < deadline:
+            for name in [n for n, q in running.items() if not self._attempt(n, _runs, q)]:
+                self._attempt(name, running.pop(name).stop)
+            time.sleep(0.1 if running else 0)
+        self.abandoned += [n for n, q in running.items() if self._attempt(n, _runs, q)]
         for name, query in self._queries.items():
-            try:
-                if query.isActive:
-                    _wait_for_batch_boundary(query, deadline)
-                    query.stop()
-                for progress in query.recentProgress:
-                    self.last_batch[name] = max(self.last_batch[name], int(progress["batchId"]))
-            except Exception as error:  # whatever it is, the other queries must still stop
-                log.warning(
-                    "Stream %r: stopping its query failed (%s: %s); the other queries are "
-                    "stopped regardless",
-                    name,
-                    type(error).__name__,
-                    error,
-                )
+            self._attempt(name, query.stop)
+            self._attempt(name, self._report_batches, name, query)
         self._report_ends()
         return {name: self.last_batch.get(name, -1) for name in self._queries}
+
+    def _report_batches(self, name: str, query: StreamingQuery) -> None:
+        """Report each batch of ``query`` that ran and was not reported yet, oldest first."""
+        for progress in query.recentProgress:
+            if _ran(progress) and int(progress["batchId"]) > self.last_batch[name]:
+                self.last_batch[name] = int(progress["batchId"])
+                self._on_progress(name, progress)
+
+    def _attempt(self, name: str, action: Callable[..., Any], *args: Any) -> Any:
+        """``action(*args)`` for stream ``name``; None, logged, when it fails: whatever it is,
+        the other queries must still stop."""
+        try:
+            return action(*args)
+        except Exception as error:
+            log.warning(
+                "Stream %r: stopping its query failed (%s: %s); the other queries are "
+                "stopped regardless",
+                name,
+                type(error).__name__,
+                error,
+            )
+            return None
 
     def _report_ends(self) -> None:
         for name, query in self._queries.items():
@@ -154,9 +182,42 @@ class Supervisor:
                 self._on_end(name, _query_error(name, query), _run_id(query))
 
 
-def _wait_for_batch_boundary(query: StreamingQuery, deadline: float) -> None:
-    while time.monotonic() < deadline and query.status["isTriggerActive"]:
-        time.sleep(0.1)
+def _end_after_batch(query: StreamingQuery) -> bool:
+    """Tell ``query`` to start no new batch; whether Spark took it.
+
+    Spark (4.2) has no public call for it: ``StreamingQuery.stop()`` sets the query's state to
+    TERMINATED, which its batch loop checks before each batch, and then cancels the running
+    batch's jobs. This sets the state alone, so the running batch commits and the loop ends.
+    """
+    try:
+        engine = query._jsq.streamingQuery()
+        package = engine.getClass().getPackage().getName()
+        loader = engine.getClass().getClassLoader()
+        terminated = loader.loadClass(f"{package}.TERMINATED$").getField("MODULE$").get(None)
+        engine.state().set(terminated)
+    except (Py4JError, AttributeError) as error:  # another Spark, or Spark Connect
+        log.warning(
+            "Cannot ask a query to end after its batch (%s); it is stopped when idle", error
+        )
+        return False
+    return True
+
+
+def _runs(query: StreamingQuery) -> bool:
+    """Whether a batch of ``query`` runs now (its trigger is active). One that runs none can be
+    stopped without cutting a batch: once told to end after its batch, it starts no other
+    (had that failed, one could start in the moment before its stop)."""
+    return bool(query.status["isTriggerActive"])
+
+
+def _active(query: StreamingQuery) -> bool:
+    return bool(query.isActive)
+
+
+def _ran(progress: Progress) -> bool:
+    """Whether the progress is of a batch that ran, not of a trigger that found nothing to do
+    (which has no ``addBatch`` time, no rows and the id of the batch still to come)."""
+    return "addBatch" in (progress.get("durationMs") or {})
 
 
 def _caught_up(query: StreamingQuery) -> bool:
