@@ -2,19 +2,27 @@
 
 The op takes its streams' checkpoint locks before it starts a JVM (a second run of a stream is
 refused in a second, naming the run that holds it), runs them (catch-up first, then continuous),
-logs progress at a readable interval, records a materialization when its streams start and when
-they stop, warns in the run log when the Kafka broker stops answering, and on a cancel, Ctrl-C or
-SIGTERM stops the queries at a batch boundary and ends the run CANCELED with one line saying
-where each stopped.
+logs progress at a readable interval (every batch since the last line), records a
+materialization when its streams start and when they stop, warns in the run log when the Kafka
+broker stops answering, and on a cancel, Ctrl-C or SIGTERM lets the running batches commit, stops
+the queries and ends the run CANCELED with one line saying where each stopped.
 """
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
 from platform_pipelines.core.progress_store import ProgressStore
-from platform_pipelines.core.spark_progress import Progress, describe, progress_metrics
+from platform_pipelines.core.spark_progress import (
+    Progress,
+    batch_id,
+    batch_seconds,
+    input_rows,
+    op_sum,
+    progress_metrics,
+)
+from platform_pipelines.core.units import count, size
 from platform_pipelines.defs.config import StreamRunConfig
 from platform_pipelines.defs.coordinator import STREAMS_TAG
 from platform_pipelines.defs.resources import (
@@ -53,25 +61,58 @@ _FAILURES = {
 
 
 class ProgressLog:
-    """Turns query progress into a readable log line per stream, at most once an interval."""
+    """A readable log line per stream, at most once an interval, about every batch that ran
+    since its previous line (``batches_line``); ``flush`` writes what is left."""
 
-    def __init__(self, context: dg.OpExecutionContext, interval_seconds: float) -> None:
-        self._context = context
+    def __init__(self, log: Callable[[str], None], interval_seconds: float) -> None:
+        self._log = log
         self._interval = interval_seconds
         self._last: dict[str, float] = {}
+        self._unlogged: dict[str, list[Progress]] = {}
         self._rows: dict[str, int] = {}
         self.batches: dict[str, int] = {}
 
     def on_progress(self, name: str, progress: Progress) -> None:
-        metrics = progress_metrics(progress)
-        self._rows[name] = self._rows.get(name, 0) + int(metrics["rows_in"])
+        self._rows[name] = self._rows.get(name, 0) + input_rows(progress)
         self.batches[name] = self.batches.get(name, 0) + 1
-        if time.monotonic() - self._last.get(name, 0.0) >= self._interval:
-            self._last[name] = time.monotonic()
-            self._context.log.info(describe(name, metrics))
+        self._unlogged.setdefault(name, []).append(progress)
+        self.flush(due_only=True)
+
+    def flush(self, due_only: bool = False) -> None:
+        """Log every stream's batches not logged yet; with ``due_only``, only of the streams
+        whose last line is an interval old (so rows never wait for a next batch to be seen)."""
+        now = time.monotonic()
+        for name, batches in self._unlogged.items():
+            if batches and (not due_only or now - self._last.get(name, -1e9) >= self._interval):
+                self._log(batches_line(name, batches))
+                self._last[name] = now
+                batches.clear()
 
     def rows(self, name: str) -> int:
         return self._rows.get(name, 0)
+
+
+def batches_line(name: str, batches: Sequence[Progress]) -> str:
+    """One line about ``batches`` (oldest first): their ids, the rows they read and how fast,
+    the state after the newest and the rows the watermark dropped.
+
+    >>> one = {"batchId": 7, "numInputRows": 300, "durationMs": {"triggerExecution": 1500}}
+    >>> two = {"batchId": 8, "numInputRows": 0, "durationMs": {"triggerExecution": 500},
+    ...        "stateOperators": [{"numRowsTotal": 4, "memoryUsedBytes": 2048}]}
+    >>> batches_line("events", [one, two])
+    'events: batches 7-8 read 300 rows (150 rows/s), state 4 rows / 2.0 KiB, 0 rows behind the watermark'
+    """
+    rows = sum(input_rows(b) for b in batches)
+    seconds = sum(batch_seconds(b) for b in batches)
+    first, last = batch_id(batches[0]), batch_id(batches[-1])
+    which = f"batch {last}" if len(batches) == 1 else f"batches {first}-{last}"
+    state = progress_metrics(batches[-1])
+    dropped = sum(op_sum(b, "numRowsDroppedByWatermark") for b in batches)
+    return (
+        f"{name}: {which} read {count(rows)} rows ({count(round(rows / seconds) if seconds else 0)} "
+        f"rows/s), state {count(state['state_rows'])} rows / {size(state['state_memory_bytes'])}, "
+        f"{count(dropped)} rows behind the watermark"
+    )
 
 
 def _materialize(
@@ -120,7 +161,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         lake = lakehouse.lakehouse()
         owner = f"run {context.run_id[:8]} of {context.job_name}"
         checkpoints = {s.name: lake.checkpoint(s.name) for s in chosen}
-        log = ProgressLog(context, config.progress_log_interval_seconds)
+        log = ProgressLog(context.log.info, config.progress_log_interval_seconds)
         options = {s.name: config.run_options(s) for s in chosen}
         recorder = ProgressRecorder(
             ProgressStore(get_settings().progress_dir),
@@ -130,6 +171,8 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
         try:
             with CheckpointLocks(checkpoints, owner) as locks:
                 session = spark.get_session()  # installs PySpark's own SIGINT handler...
+                if not get_settings().verbose:
+                    context.log.info(f"Spark's own output goes to {get_settings().log_file}")
                 # ...which this replaces while the streams run; the step process also stops when
                 # its run process is gone (multiprocess executor: this op runs in a child process)
                 with stop_requests(watch_parent=True) as stop:
@@ -143,6 +186,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
                     def watch() -> None:
                         locks.check()  # the lock database lost the session: stop the queries
                         broker.check()
+                        log.flush(due_only=True)
 
                     _materialize(context, chosen, "started")
                     try:
@@ -160,7 +204,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
                     except GracefulStop as done:
                         # While signals are still only recorded: the run process forwards a
                         # Ctrl-C as a second SIGINT, which may arrive only now.
-                        _cancel(context, done)
+                        _cancel(context, done, log)
                         raise
         except GracefulStop:
             _materialize(context, chosen, "stopped", log)
@@ -177,6 +221,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
             raise dg.Failure(
                 description=str(error), metadata={FAILURE_TAG: dg.MetadataValue.text(kind)}
             ) from None
+        log.flush()
         _materialize(context, chosen, "finished", log)
         summary = ", ".join(
             f"{name} {n} batch{'es' if n != 1 else ''}" for name, n in log.batches.items()
@@ -195,14 +240,16 @@ def _chosen(config: StreamRunConfig, streams: Sequence[Stream]) -> list[Stream]:
         ) from None
 
 
-def _cancel(context: dg.OpExecutionContext, done: GracefulStop) -> None:
+def _cancel(context: dg.OpExecutionContext, done: GracefulStop, log: ProgressLog) -> None:
     """Mark the run CANCELING: a stop asked for by a user (Ctrl-C, SIGTERM, the UI's Terminate)
     is a cancel, not a failure. The op then returns, so the step ends without an error and stack
     trace, and the run process ends the run CANCELED. Marked first, before any other write to the
-    event log, so nothing that fails after it can turn the cancel into a failure."""
+    event log, so nothing that fails after it can turn the cancel into a failure; then the last
+    batches' progress, then the one line saying where each stream stopped."""
     run = context.instance.get_run_by_id(context.run_id)
     if run is not None and run.status is not dg.DagsterRunStatus.CANCELING:
         context.instance.report_run_canceling(run, message=f"Stop requested by {done.reason}.")
+    log.flush()
     context.log.info(done.line())
 
 

@@ -80,6 +80,8 @@ def test_stream_job_run_through_dagster_writes_its_table_and_records_progress(
     assert finished.metadata["run"].value == result.run_id
     messages = [e.user_message for e in instance.all_logs(result.run_id)]
     assert "All streams done: clickstream_raw 1 batch" in messages
+    (progress,) = [m for m in messages if m.startswith("clickstream_raw: batch")]
+    assert progress.startswith("clickstream_raw: batch 0 read 7 rows (")
 
 
 def run_status(ui, run_id: str) -> DagsterRunStatus:
@@ -129,7 +131,7 @@ def test_cancelled_continuous_stream_ends_canceled_and_a_rerun_resumes_without_l
         sorted(int(p.name) for p in (ckpt / d).iterdir() if p.name.isdigit())
         for d in ("offsets", "commits")
     )
-    assert offsets[: len(commits)] == commits and len(offsets) - len(commits) <= 1
+    assert offsets == commits  # the running batch committed before the query stopped
 
     second = [ev(f"d{i}", "u9", "page_view", 30 + i, "/late") for i in range(5)]
     produce_events(kafka_broker, topic, second)
