@@ -5,6 +5,8 @@ Each area contributes its own small ``Definitions`` (``defs/<area>``); this root
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
 
 from platform_pipelines.defs.assets import all_specs
@@ -25,6 +27,9 @@ from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.catalog import load_registry
 
 ALL_STREAMS_JOB = "all_streams"
+OWNERS_WARNING = (
+    r"Parameter `owners` of initializer `SensorDefinition.__init__` is currently in beta"
+)
 
 
 def build_definitions() -> dg.Definitions:
@@ -54,7 +59,7 @@ def build_definitions() -> dg.Definitions:
             "lakehouse": LakehouseResource(),
         },
     )
-    return dg.Definitions.merge(
+    merged = dg.Definitions.merge(
         streaming,
         health_definitions(streams, jobs, held, settings),
         engagement_definitions(),
@@ -63,6 +68,13 @@ def build_definitions() -> dg.Definitions:
         maintenance_definitions(streams, settings),
         state_definitions(streams, settings),
     )
+    # Binding the resources to the jobs stream_auto_restart launches copies that sensor, and
+    # dagster 1.13 gives the copy `owners=[]`: a beta parameter this code never sets, whose
+    # BetaWarning every process loading the definitions printed. Resolved here, once (cached).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", OWNERS_WARNING, dg.BetaWarning)
+        merged.get_repository_def()
+    return merged
 
 
 defs = build_definitions()
