@@ -1,5 +1,5 @@
 """`platform`: set up, run the demo, start the local broker and the Dagster UI, produce events,
-show every stream's health, operate a stream, inject faults.
+run a job from the terminal, show every stream's health, operate a stream, inject faults.
 
 Each command lives in its own module; this one assembles the command group.
 """
@@ -13,6 +13,7 @@ from platform_pipelines.cli.kafka import kafka, produce_cmd
 from platform_pipelines.cli.main import main
 from platform_pipelines.cli.postgres import postgres
 from platform_pipelines.cli.reprocess import reprocess
+from platform_pipelines.cli.run import run
 from platform_pipelines.cli.savepoint import savepoint
 from platform_pipelines.cli.state import state
 from platform_pipelines.cli.status import status
@@ -29,6 +30,7 @@ for command in (
     table,
     status,
     ui,
+    run,
     stream,
     reprocess,
     savepoint,

@@ -1,13 +1,15 @@
 """The main job end to end: local broker -> synthetic topics -> every stream through Dagster.
 
-Runs the ``all_streams`` job in catch-up mode and the ``daily_engagement`` asset on the project's
-Dagster instance (``dagster_home``), so the runs, their logs and the asset materializations are
-there when the UI is opened afterwards.
+Runs the ``all_streams`` job in catch-up mode (as `platform run` does: its own lines printed, a
+clean stop on Ctrl-C) and the ``daily_engagement`` asset on the project's Dagster instance
+(``dagster_home``), so the runs, their logs and the asset materializations are there when the
+UI is opened afterwards.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,17 +38,14 @@ def use_project_instance() -> Path:
     return home
 
 
-def _all_streams_job():  # type: ignore[no-untyped-def]
-    from platform_pipelines.definitions import ALL_STREAMS_JOB, defs
-
-    return defs.resolve_job_def(ALL_STREAMS_JOB)
-
-
 def run_all_streams_catch_up(max_offsets_per_trigger: int | None = None) -> tuple[str, str]:
-    """Execute the all_streams job in catch-up mode (Kafka records per batch: the job's
-    default unless given); returns (run id, run status)."""
-    import dagster as dg
+    """Run the all_streams job in catch-up mode (Kafka records per batch: the job's default
+    unless given), printing its lines; returns (run id, run status). A stop asked for by a
+    signal (Ctrl-C) ends the demo with `platform run`'s exit code, after the run's one line."""
+    import yaml
 
+    from platform_pipelines.cli.run import print_line
+    from platform_pipelines.cli.terminal_run import run_job
     from platform_pipelines.definitions import ALL_STREAMS_JOB
 
     use_project_instance()
@@ -54,15 +53,13 @@ def run_all_streams_catch_up(max_offsets_per_trigger: int | None = None) -> tupl
     if max_offsets_per_trigger is not None:
         op_config["max_offsets_per_trigger"] = max_offsets_per_trigger
     config = {"ops": {f"run_{ALL_STREAMS_JOB}": {"config": op_config}}}
-    with dg.DagsterInstance.get() as instance:
-        result = dg.execute_job(
-            dg.reconstructable(_all_streams_job),
-            instance=instance,
-            run_config=config,
-            raise_on_error=False,
-        )
-        run = instance.get_run_by_id(result.run_id)
-        return result.run_id, run.status.value if run else "UNKNOWN"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.yaml"
+        path.write_text(yaml.safe_dump(config))
+        end = run_job(ALL_STREAMS_JOB, [path], print_line)
+    if end.status == "CANCELED" and end.signal is not None:
+        raise SystemExit(end.exit_code)
+    return end.run_id, end.status
 
 
 def materialize_engagement(days: list[str]) -> bool:
@@ -74,6 +71,7 @@ def materialize_engagement(days: list[str]) -> bool:
 
     use_project_instance()
     resources = defs.resources or {}
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # not each event
     with dg.DagsterInstance.get() as instance:
         return all(
             dg.materialize(
@@ -81,6 +79,7 @@ def materialize_engagement(days: list[str]) -> bool:
                 partition_key=day,
                 instance=instance,
                 resources={k: resources[k] for k in ("spark", "lakehouse")},
+                run_config=quiet,
             ).success
             for day in days
         )
