@@ -216,7 +216,7 @@ FAULTY = [
         s.dedup(timedelta(minutes=1)),
         "events",
         cause="a damaged checkpoint file",
-        expect={"checkpoint": Expect(FAIL, within_batches=0, remedy_names=("backup",))},
+        expect={"checkpoint": Expect(FAIL, within_batches=0, remedy_names=("savepoint",))},
         run=RunFacts("CANCELED"),
     ),
     faulty(

@@ -147,7 +147,13 @@ def stream_lag(
         if broker is None:
             return None
         if broker.end_offsets is None:
-            return Lag(what, None, broker.down)
+            return Lag(
+                what,
+                None,
+                broker.down,
+                f"Bring the Kafka broker at {broker.address} back (`platform kafka status` shows "
+                "it), or point PLATFORM_KAFKA_BOOTSTRAP_SERVERS at brokers that run.",
+            )
         if stream.topic not in broker.end_offsets:
             return Lag(
                 what,

@@ -14,8 +14,9 @@ from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
 
 STATE_GROWTH = "state_growth"
 LEAK_REMEDY = (
-    "State keys are never removed: add a watermark, a state TTL or a timer that clears each key "
-    "when it is done."
+    "State keys are never removed: declare a watermark (keys expire as it passes them), or a "
+    "processing-time timeout with a key_lifetime, or clear each key in the stream's logic when it "
+    "is done."
 )
 OUTLIVED_REMEDY = (
     "Keys outlive what the stream declares: remove each key's state when it is done (on its "
@@ -64,7 +65,8 @@ def _budget_verdict(
         return failed(
             STATE_GROWTH,
             f"{what} is {_amount(current, unit)}, over its budget of {_amount(budget, unit)}",
-            "Shrink the state (shorter watermark or TTL, fewer keys) or give it a larger budget.",
+            "Shrink the state (a shorter watermark or key_lifetime, fewer keys); if it is meant to "
+            "be this large, raise the budget (HealthPolicy in health/policy.py).",
             {f"{key}_budget": budget},
         )
     if not forecast or len(points) < policy.leak_min_batches or current <= points[0][1]:
@@ -79,8 +81,8 @@ def _budget_verdict(
         STATE_GROWTH,
         f"{what} will reach its budget of {_amount(budget, unit)} in about {duration(eta)} "
         f"(now {_amount(current, unit)}, +{_amount(rate * 3600, unit)}/h)",
-        "State will outgrow its budget: shorten the watermark or TTL, cut the key space, or "
-        "raise the budget.",
+        "State will outgrow its budget: shorten the watermark or key_lifetime, cut the key space, "
+        "or raise the budget (HealthPolicy in health/policy.py).",
         {
             f"{key}_budget": budget,
             f"{key}_per_hour": round(rate * 3600, 1),

@@ -194,7 +194,10 @@ def _lag_verdict(lag: Lag, policy: HealthPolicy, catching_up: bool = False) -> V
         )
     evidence: dict[str, float | int | str] = {"lag_records": lag.records}
     behind = f"{count(lag.records)} records behind its {lag.input}"
-    remedy = "Make sure the stream runs, and add capacity if the lag keeps growing."
+    remedy = (
+        "The stream cannot keep up with its input: give it capacity (more cores or executors: "
+        "PLATFORM_SPARK_MASTER) or cut its work per row; a lag that shrinks again needs nothing."
+    )
     if lag.records > policy.lag_fail_records:
         return failed(
             FALLING_BEHIND,

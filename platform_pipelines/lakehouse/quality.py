@@ -148,7 +148,8 @@ def state_metadata(spark: SparkSession, checkpoint: Path, partitions: int) -> Ve
         return failed(
             "state_metadata",
             f"Spark cannot read the state metadata: {first}",
-            "Restore the checkpoint from a backup or start a new one.",
+            "Restore the stream's newest savepoint (`platform savepoint restore`) or rebuild it on a "
+            "new checkpoint (`platform reprocess STREAM`).",
         )
     found = {f"{r['operatorName']}#{r['operatorId']}": int(r["numPartitions"]) for r in rows}
     evidence: dict[str, float | int | str] = {
@@ -169,6 +170,6 @@ def state_metadata(spark: SparkSession, checkpoint: Path, partitions: int) -> Ve
         f"the checkpoint's state is partitioned differently from the configuration ({names}; "
         f"configured: {partitions})",
         "Spark keeps the checkpoint's partition count: set spark.sql.shuffle.partitions back to "
-        "it, or start a new checkpoint to use the new count.",
+        "it, or rebuild it on a new checkpoint (`platform reprocess STREAM`) to use the new count.",
         evidence,
     )

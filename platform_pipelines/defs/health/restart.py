@@ -132,7 +132,8 @@ def _damaged(
             return failed(
                 CHECK,
                 f"not relaunched: the checkpoint of {stream.name} is damaged ({verdict.summary})",
-                verdict.remedy or "Repair or reset the checkpoint, then launch the job.",
+                verdict.remedy
+                or "Restore the stream's newest savepoint or rebuild it (`platform reprocess STREAM`), then launch the job.",
             )
     return None
 

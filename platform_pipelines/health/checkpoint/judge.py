@@ -97,10 +97,10 @@ def _uncommitted_problem(uncommitted: list[int], commits: list[int]) -> list[tup
         remedy = (
             f"On restart Spark would count batch {skipped} as done without running it: stop the "
             f"stream and delete the offsets files newer than the last commit ({last}): "
-            f"{id_list(uncommitted)}, so Spark plans those batches again; or start a new checkpoint."
+            f"{id_list(uncommitted)}, so Spark plans those batches again; or rebuild the stream on a new checkpoint (`platform reprocess STREAM`)."
         )
     else:
-        remedy = "commits/ lost files: restore them from a backup or start a new checkpoint."
+        remedy = "commits/ lost files: restore the stream's newest savepoint (`platform savepoint restore`) or rebuild it on a new checkpoint (`platform reprocess STREAM`)."
     return [(summary, remedy)]
 
 
@@ -110,7 +110,12 @@ def _early_commit_problem(offsets: list[int], commits: list[int]) -> list[tuple[
     if not early:
         return []
     summary = f"{plural(len(early), 'batch')} ({id_list(early)}) committed without an offsets file"
-    return [(summary, "offsets/ lost files: restore them from a backup or start a new checkpoint.")]
+    return [
+        (
+            summary,
+            "offsets/ lost files: restore the stream's newest savepoint (`platform savepoint restore`) or rebuild it on a new checkpoint (`platform reprocess STREAM`).",
+        )
+    ]
 
 
 def _gap_problem(log: str, gaps: Missing, ids: list[int]) -> list[tuple[str, str]]:
@@ -119,7 +124,12 @@ def _gap_problem(log: str, gaps: Missing, ids: list[int]) -> list[tuple[str, str
     summary = (
         f"{log}/ is missing {plural(gaps.count, 'batch')} ({gaps}) between {ids[0]} and {ids[-1]}"
     )
-    return [(summary, f"{log}/ lost files: restore them from a backup or start a new checkpoint.")]
+    return [
+        (
+            summary,
+            f"{log}/ lost files: restore the stream's newest savepoint (`platform savepoint restore`) or rebuild it on a new checkpoint (`platform reprocess STREAM`).",
+        )
+    ]
 
 
 def _judge_files(facts: CheckpointFacts) -> Verdict:
@@ -139,8 +149,9 @@ def _judge_files(facts: CheckpointFacts) -> Verdict:
         )
     if problems:
         remedy = (
-            "Spark cannot load state or batches from these files: restore them from a backup, "
-            "or start a new checkpoint (reset the stream)."
+            "Spark cannot load state or batches from these files: stop the stream, then restore "
+            "its newest savepoint (`platform savepoint restore`) or rebuild it on a new "
+            "checkpoint (`platform reprocess STREAM`)."
         )
         return failed(check, "; ".join(problems), remedy, evidence)
     return passed(check, f"{facts.file_count} files readable", evidence)
@@ -197,14 +208,14 @@ def _judge_size(facts: CheckpointFacts, expected: CheckpointExpectations) -> Ver
         return warned(
             check,
             f"{summary}: over {size(expected.max_total_bytes)}",
-            "Find what grows (state/ or offsets/): unbounded state needs a watermark or state TTL.",
+            "Find what grows (state/ or offsets/): unbounded state needs a watermark or key_lifetime.",
             evidence,
         )
     if per_batch > expected.max_bytes_per_batch:
         return warned(
             check,
             f"{summary}: over {size(expected.max_bytes_per_batch)} per batch",
-            "Each batch rewrites that much state: bound the state (watermark, TTL) or its keys.",
+            "Each batch rewrites that much state: bound the state (watermark, key_lifetime) or its keys.",
             evidence,
         )
     return passed(check, summary, evidence)

@@ -70,7 +70,7 @@ def judge_partition_dirs(facts: CheckpointFacts) -> Verdict:
     if problems:
         remedy = (
             f"The state does not match the {recorded} partitions this checkpoint was created with "
-            "(folders lost or copied in): restore state/ from a backup or start a new checkpoint."
+            "(folders lost or copied in): restore the stream's newest savepoint (`platform savepoint restore`) or rebuild it on a new checkpoint (`platform reprocess STREAM`)."
         )
         return failed(check, "; ".join(problems), remedy, evidence)
     return passed(check, f"{recorded} state partitions per operator", evidence)
@@ -110,8 +110,8 @@ def judge_partition_config(facts: CheckpointFacts, expected: CheckpointExpectati
         f"are configured; Spark keeps {recorded} for this stream"
     )
     remedy = (
-        f"Keep state_partitions={recorded} for this stream, or start a new checkpoint (reset the "
-        f"stream) to use {expected.state_partitions}."
+        f"Keep state_partitions={recorded} for this stream, or rebuild it on a new checkpoint "
+        f"(`platform reprocess STREAM`) to use {expected.state_partitions}."
     )
     return warned(check, summary, remedy, evidence)
 
@@ -138,7 +138,7 @@ def judge_provider(facts: CheckpointFacts, expected: CheckpointExpectations) -> 
         "configured store"
     )
     remedy = (
-        f"Start a new checkpoint (reset the stream) to move it to {short_name(expected.state_provider)}, "
-        f"or configure {short_name(recorded)} for it."
+        f"Rebuild the stream on a new checkpoint (`platform reprocess STREAM`) to move it to "
+        f"{short_name(expected.state_provider)}, or configure {short_name(recorded)} for it."
     )
     return failed(check, summary, remedy, evidence)

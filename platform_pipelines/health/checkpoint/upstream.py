@@ -37,6 +37,6 @@ def judge_upstream(
         f"its positions are in a table {upstream} that was replaced (Delta table id {read}; "
         f"{upstream} is now {current_id}): Spark refuses to start {stream} on this checkpoint",
         f"Rebuild {stream} from the new {upstream}: `platform reprocess {stream}` (it reads the "
-        f"new table from its start; --from timestamp to skip older rows).",
+        f"new table from its start; `--from timestamp --timestamp ISO-TIME` skips older rows).",
         {"upstream_replaced": 1},
     )

@@ -14,15 +14,17 @@ from user_streams.running_count import STREAMS
 
 GROWING = [1000 * (i + 1) for i in range(10)]
 LEAK_REMEDY = (
-    "State keys are never removed: add a watermark, a state TTL or a timer that clears each key "
-    "when it is done."
+    "State keys are never removed: declare a watermark (keys expire as it passes them), or a "
+    "processing-time timeout with a key_lifetime, or clear each key in the stream's logic when it "
+    "is done."
 )
 FORECAST_REMEDY = (
-    "State will outgrow its budget: shorten the watermark or TTL, cut the key space, or raise the "
-    "budget."
+    "State will outgrow its budget: shorten the watermark or key_lifetime, cut the key space, "
+    "or raise the budget (HealthPolicy in health/policy.py)."
 )
 BUDGET_REMEDY = (
-    "Shrink the state (shorter watermark or TTL, fewer keys) or give it a larger budget."
+    "Shrink the state (a shorter watermark or key_lifetime, fewer keys); if it is meant to be "
+    "this large, raise the budget (HealthPolicy in health/policy.py)."
 )
 NEAR_BUDGET = [40_000_000 + 100_000 * i for i in range(10)]  # +10_000 rows/s over 10 s batches
 

@@ -16,7 +16,10 @@ from tests.unit.health.factories import batches, real_records
 
 TOPIC = "Kafka topic clicks"
 BROKER_DOWN = "the Kafka broker at 127.0.0.1:9092 does not answer (connection refused)"
-LAG_REMEDY = "Make sure the stream runs, and add capacity if the lag keeps growing."
+LAG_REMEDY = (
+    "The stream cannot keep up with its input: give it capacity (more cores or executors: "
+    "PLATFORM_SPARK_MASTER) or cut its work per row; a lag that shrinks again needs nothing."
+)
 RATES = {  # of batches(n): 1000 rows at 100 rows/s in, 200 rows/s processed, 5 s of a 10 s trigger
     "input_rows_per_second": 100.0,
     "processed_rows_per_second": 200.0,

@@ -216,7 +216,7 @@ def test_two_batches_without_commit_fail_and_say_which(tmp_path):
     assert verdict.remedy == (
         "On restart Spark would count batch 7 as done without running it: stop the stream and "
         "delete the offsets files newer than the last commit (6): 7, 8, so Spark plans those "
-        "batches again; or start a new checkpoint."
+        "batches again; or rebuild the stream on a new checkpoint (`platform reprocess STREAM`)."
     )
     assert (
         verdict.evidence["uncommitted_batches"],
@@ -300,7 +300,7 @@ def test_a_damaged_file_fails_and_is_named(tmp_path, damage, problem):
     assert files.status is Status.FAIL
     assert files.summary == f"1 damaged file: {problem}"
     assert files.evidence["damaged_files"] == 1
-    assert "restore them from a backup" in files.remedy
+    assert "restore its newest savepoint" in files.remedy
 
 
 def test_a_store_missing_a_changelog_after_its_snapshot_cannot_be_rebuilt(tmp_path):
@@ -357,7 +357,8 @@ def test_a_checkpoint_created_with_other_partitions_than_configured_warns_with_b
         "Spark keeps 8 for this stream"
     )
     assert config.remedy == (
-        "Keep state_partitions=8 for this stream, or start a new checkpoint (reset the stream) to use 4."
+        "Keep state_partitions=8 for this stream, or rebuild it on a new checkpoint "
+        "(`platform reprocess STREAM`) to use 4."
     )
     assert verdicts["checkpoint_state_partitions"].evidence["checkpoint_partitions"] == 8
 
