@@ -7,8 +7,9 @@ reuse the folder without touching the network. Spark's jar set drops every artif
 wheel already ships, so Spark's own classes are never loaded twice.
 
 The platform's own Java sources (``jvm/<name>/src``, e.g. the built-in sessionization) are compiled
-with ``javac`` against the pyspark wheel's jars into ``.local/jars/<name>/<name>-<hash>.jar``; the
-hash covers the sources and the pyspark version, so an edit or an upgrade compiles again.
+with ``javac`` against the pyspark wheel's jars (and the jar sets ``COMPILE_AGAINST`` names) into
+``.local/jars/<name>/<name>-<hash>.jar``; the hash covers the sources, the pyspark version and those
+jars' names, so an edit or an upgrade compiles again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ JVM_DIR = REPO_ROOT / "jvm"
 # The platform's own Java code (jvm/<name>/src): the built-in sessions and alerts, and the
 # checkpoint crash points of fault injection (used only when a run asks for them).
 COMPILED = ("sessions", "alerts", "faults")
+# Compiled sets that need more than the pyspark wheel's jars: Delta's commit log store on S3
+# (jvm/logstore, loaded only with an s3a:// lakehouse) extends Delta's and reads the AWS SDK's errors.
+COMPILE_AGAINST = {"logstore": ("spark", "s3")}
 MIN_JAVA = 17
 _JAR_VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -105,18 +109,21 @@ def ensure_compiled(name: str) -> Path:
     import pyspark
 
     sources = sorted((JVM_DIR / name / "src").rglob("*.java"))
-    digest = hashlib.sha256(pyspark.__version__.encode())
+    against = [jar for jars in COMPILE_AGAINST.get(name, ()) for jar in ensure_jars(jars)]
+    # The jar names carry their versions: a new Delta or Hadoop compiles again.
+    digest = hashlib.sha256(" ".join([pyspark.__version__, *(j.name for j in against)]).encode())
     for source in sources:
         digest.update(source.read_bytes())
     target = get_settings().jars_dir / name
     jar = target / f"{name}-{digest.hexdigest()[:16]}.jar"
     if jar.exists():
         return jar
+    classpath = [Path(pyspark.__file__).parent / "jars", *sorted({j.parent for j in against})]
     target.mkdir(parents=True, exist_ok=True)
     with (target.parent / f".{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not jar.exists():
-            _compile(sources, jar, Path(pyspark.__file__).parent / "jars")
+            _compile(sources, jar, classpath)
             for old in target.glob(f"{name}-*.jar"):
                 if old != jar:
                     old.unlink()
@@ -132,7 +139,7 @@ def _javac() -> str | None:
     return shutil.which("javac") or (found[0] if found else None)
 
 
-def _compile(sources: list[Path], jar: Path, spark_jars: Path) -> None:
+def _compile(sources: list[Path], jar: Path, classpath: list[Path]) -> None:
     javac = _javac()
     if javac is None:
         raise JvmSetupError(
@@ -148,7 +155,7 @@ def _compile(sources: list[Path], jar: Path, spark_jars: Path) -> None:
             str(MIN_JAVA),
             "-nowarn",
             "-cp",
-            f"{spark_jars}/*",
+            os.pathsep.join(f"{folder}/*" for folder in classpath),
             "-d",
             str(classes),
             *map(str, sources),

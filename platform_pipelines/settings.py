@@ -195,6 +195,15 @@ class PlatformSettings(BaseSettings):
         description="http://host/bucket/key addressing, which most S3-compatible servers "
         "(MinIO, moto, Ceph) want.",
     )
+    # Delta's own S3 log store checks that a commit file is absent, then writes it: two drivers
+    # committing one version at once both write, and the second replaces the first commit.
+    s3_commit_coordination: Literal["conditional-put", "none"] = Field(
+        default="conditional-put",
+        description="How drivers committing to one Delta table on S3 at once are kept apart: "
+        "conditional-put writes each commit with If-None-Match: * (AWS S3, MinIO, moto), so S3 "
+        "refuses the second writer of a version and Delta retries it on the next; none: Delta's "
+        "default, safe within one driver only.",
+    )
 
     @cached_property
     def lakehouse_dir(self) -> Path:
