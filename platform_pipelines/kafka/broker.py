@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,11 @@ def find_running_broker(data_dir: Path) -> dict[str, Any] | None:
 class LocalKafkaBroker:
     """One local Kafka broker process serving ``data_dir``.
 
+    For each of ``proxied_ports`` (PLAINTEXT only) it also listens on the port of the same index
+    in ``proxied_listener_ports`` (chosen at start) and advertises the proxied port there: a
+    client bootstrapped through a proxy on that port which forwards to that listener makes every
+    connection through the proxy.
+
     Usage (starts a JVM, so not a doctest)::
 
         with LocalKafkaBroker(Path(".local/kafka")) as bootstrap:
@@ -76,11 +82,17 @@ class LocalKafkaBroker:
     """
 
     def __init__(
-        self, data_dir: Path, port: int | None = None, security: BrokerSecurity | None = None
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        security: BrokerSecurity | None = None,
+        proxied_ports: Sequence[int] = (),
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self._requested_port = port
         self._requested_security = security
+        self.proxied_ports = list(proxied_ports)
+        self.proxied_listener_ports: list[int] = []
         self.security: BrokerSecurity = security or formatted_security(self.data_dir) or "PLAINTEXT"
         self.secrets = BrokerSecrets.of(self.data_dir)
         self.port: int | None = None
@@ -168,6 +180,11 @@ class LocalKafkaBroker:
         if controller is None or controller == port:
             controller = free_port(taken={port})
         self.port, self.controller_port = port, controller
+        taken = {port, controller, *self.proxied_ports}
+        self.proxied_listener_ports = []
+        for _ in self.proxied_ports:
+            self.proxied_listener_ports.append(free_port(taken=taken))
+            taken.add(self.proxied_listener_ports[-1])
 
     def _write_config(self) -> Path:
         assert self.port is not None and self.controller_port is not None
@@ -176,8 +193,9 @@ class LocalKafkaBroker:
         if secrets is not None:
             secrets.create()
         ports = (HOST, self.port, self.controller_port)
+        proxied = list(zip(self.proxied_listener_ports, self.proxied_ports, strict=True))
         # 0600: with SASL_SSL it holds the keystore's and the broker user's passwords.
-        write_private(props, server_properties(self.data_dir, *ports, secrets))
+        write_private(props, server_properties(self.data_dir, *ports, secrets, proxied))
         (self.data_dir / "log4j2.properties").write_text(LOG4J2)
         return props
 

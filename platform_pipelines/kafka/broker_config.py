@@ -6,12 +6,14 @@ from __future__ import annotations
 import base64
 import re
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from platform_pipelines.jvm import ensure_jars
 from platform_pipelines.kafka.tls import BrokerSecrets
 
-_LISTENERS = re.compile(r"^listeners=\w+://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)$", re.M)
+_LISTENERS = re.compile(r"^listeners=\w+://[^:]+:(\d+),CONTROLLER://[^:]+:(\d+)(?:,\S+)?$", re.M)
+PROXIED = "PROXIED"  # the names of more client listeners, each reached through a proxy: PROXIED<n>
 
 LOG4J2 = """\
 status = warn
@@ -30,16 +32,24 @@ logger.state.level = WARN
 
 
 def server_properties(
-    data_dir: Path, host: str, port: int, controller_port: int, secrets: BrokerSecrets | None
+    data_dir: Path,
+    host: str,
+    port: int,
+    controller_port: int,
+    secrets: BrokerSecrets | None,
+    proxied: Sequence[tuple[int, int]] = (),
 ) -> str:
     """A single-node KRaft broker + controller: its client listener is PLAINTEXT, or SASL_SSL
-    with ``secrets``; the controller listener is PLAINTEXT on ``host`` either way."""
+    with ``secrets``; the controller listener is PLAINTEXT on ``host`` either way.
+
+    Each ``(port, advertised port)`` of ``proxied`` adds a PLAINTEXT client listener that
+    advertises another port: a proxy's, so that a client bootstrapped there makes every
+    connection through that proxy (``platform chaos`` cuts the network so). Not with ``secrets``.
+    """
+    if proxied and secrets is not None:
+        raise ValueError("a proxied listener is PLAINTEXT only")
     if secrets is None:
-        listeners = f"""\
-listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}
-advertised.listeners=PLAINTEXT://{host}:{port}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-"""
+        listeners = _plaintext_listeners(host, port, controller_port, proxied)
     else:
         listeners = secrets.listener_properties(host, port, controller_port)
     # A static voter set (controller.quorum.voters) rather than a dynamic quorum: the controller's
@@ -58,6 +68,23 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+"""
+
+
+def _plaintext_listeners(
+    host: str, port: int, controller_port: int, proxied: Sequence[tuple[int, int]]
+) -> str:
+    names = [f"PLAINTEXT://{host}:{port}", f"CONTROLLER://{host}:{controller_port}"]
+    advertised = [f"PLAINTEXT://{host}:{port}"]
+    protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+    for n, (listen, shown) in enumerate(proxied, 1):
+        names.append(f"{PROXIED}{n}://{host}:{listen}")
+        advertised.append(f"{PROXIED}{n}://{host}:{shown}")
+        protocols.append(f"{PROXIED}{n}:PLAINTEXT")
+    return f"""\
+listeners={",".join(names)}
+advertised.listeners={",".join(advertised)}
+listener.security.protocol.map={",".join(protocols)}
 """
 
 
