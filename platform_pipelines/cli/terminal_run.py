@@ -38,6 +38,7 @@ from typing import IO, Any
 import dagster as dg
 
 from platform_pipelines.cli.main import shown_path
+from platform_pipelines.runtime.interrupts import SAME_REQUEST_SECONDS
 from platform_pipelines.settings import get_settings
 
 RUN_TAG = "platform/terminal"  # a token naming the run this process started
@@ -83,6 +84,7 @@ class _Stops:
     signal: int | None = None  # the first one
     count: int = 0
     passed: int = 0
+    first_passed_at: float = 0.0  # time.monotonic()
 
     def request(self, signum: int, frame: object) -> None:
         """Record a request (a signal handler: the main loop acts on it)."""
@@ -111,6 +113,9 @@ class _Stops:
             name = signal.Signals(self.signal).name
             instance.report_run_canceling(run, message=f"Stop requested by {name}.")
             _send(child.pid, signal.SIGINT)
+            self.first_passed_at = time.monotonic()
+        elif time.monotonic() - self.first_passed_at < 2 * SAME_REQUEST_SECONDS:
+            return  # a step would take it for the first one, which its run process forwards
         else:
             for pid in steps:
                 _send(pid, signal.SIGINT)
@@ -204,7 +209,16 @@ class _Follower:
         elif event.event_type is dg.DagsterEventType.STEP_START and event.pid:
             self.steps.add(event.pid)
         elif event.event_type is dg.DagsterEventType.STEP_FAILURE:
-            self._print(f"{event.step_key} failed: {failure_message(event.step_failure_data)}")
+            self._print(failure_line(event.step_key, event.step_failure_data))
+
+
+def failure_line(step: str, failure: Any) -> str:
+    """A step's failure in one line. An interrupt is not an error: a stream op records a stop
+    request while its streams run, so one that was interrupted had none running (its JVM was
+    starting, or its streams had ended)."""
+    if getattr(failure.error_source, "value", None) == "INTERRUPT":
+        return f"{step} was interrupted while none of its streams ran"
+    return f"{step} failed: {failure_message(failure)}"
 
 
 def failure_message(failure: Any) -> str:
