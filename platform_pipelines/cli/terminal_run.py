@@ -44,6 +44,7 @@ from platform_pipelines.settings import get_settings
 RUN_TAG = "platform/terminal"  # a token naming the run this process started
 POLL_SECONDS = 0.3
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARD_SECONDS = 0.5  # more than the run process takes to forward a SIGINT to its steps
 
 
 @dataclass
@@ -114,7 +115,7 @@ class _Stops:
             instance.report_run_canceling(run, message=f"Stop requested by {name}.")
             _send(child.pid, signal.SIGINT)
             self.first_passed_at = time.monotonic()
-        elif time.monotonic() - self.first_passed_at < 2 * SAME_REQUEST_SECONDS:
+        elif time.monotonic() - self.first_passed_at < SAME_REQUEST_SECONDS + FORWARD_SECONDS:
             return  # a step would take it for the first one, which its run process forwards
         else:
             for pid in steps:
