@@ -27,14 +27,15 @@ system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL 
 	@scripts/system-deps.sh
 
 # The suite runs in two xdist workers: most of a Spark, Kafka or Dagster test waits for a trigger,
-# a tick or a run (the whole suite: a little over 20 min with two workers on 2 cores).
+# a tick or a run (the whole suite: a little over 20 min with two workers on 2 cores, measured
+# before the Spark-cluster tests joined it: they add a few minutes to one worker).
 # TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
-test: setup system-deps static docs ## Everything the tests need, the format/lint/type checks, the docs build, then the whole suite (unit, Kafka, Spark, Dagster, UI; not the cluster tests)
-	$(BIN)/pytest -m "not cluster" $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+test: setup system-deps static docs ## Everything the tests need, the format/lint/type checks, the docs build, then the whole suite (unit, Kafka, Spark, Dagster, UI, the Spark cluster)
+	$(BIN)/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
-test-cluster: setup ## Only the tests on a real Spark standalone cluster (~3+ min; not part of make test yet)
+test-cluster: setup ## Only the tests on a real Spark standalone cluster, an executor kill included (also part of make test)
 	$(BIN)/pytest -m cluster
 
 # Every test that needs more than Python declares it with a marker (pyproject.toml lists them).

@@ -18,6 +18,10 @@ from platform_pipelines.core.local_server import HOST, can_bind, free_port
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 PORTS_FILE = "ports.json"  # the last start's ports, kept after a stop
+# The daemons' JVMs: C1 only and the serial GC start them sooner (as the local Kafka broker's); a
+# master or worker only schedules and launches, it never needs peak JIT. Executors are started
+# with the application's own options (``spark.executor.extraJavaOptions``), not these.
+DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # The daemons' own settings (applications bring theirs from the driver).
 DAEMON_DEFAULTS = {
     "spark.master.rest.enabled": "false",  # a second listener, on a fixed port (6066)
@@ -104,6 +108,7 @@ def daemon_env(base_dir: Path, folder: Path, spec: ClusterSpec) -> dict[str, str
         "SPARK_LOCAL_IP": HOST,  # the web UIs bind to it (else to every interface)
         "SPARK_LOCAL_DIRS": str(folder / "tmp"),  # executors' shuffle and block files
         "SPARK_DAEMON_MEMORY": spec.daemon_memory,
+        "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
         "SPARK_CONF_DIR": str(base_dir),  # no stray spark-env.sh from elsewhere
     }
 
