@@ -131,10 +131,9 @@ def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(
     kinds = {e.dagster_event.event_type for e in events if e.dagster_event}
     assert dg.DagsterEventType.STEP_FAILURE not in kinds, _story(instance, dagster_run, output)
     assert "Traceback" not in "\n".join(messages)
-    for stream in ("clickstream_raw", "events"):
+    for stream in ("clickstream_raw", "events"):  # the running batches committed: none was cut
         checkpoint = local / "lakehouse" / "checkpoints" / stream
-        offsets, commits = batch_ids(checkpoint), batch_ids(checkpoint, "commits")
-        assert offsets[: len(commits)] == commits and len(offsets) - len(commits) <= 1
+        assert batch_ids(checkpoint) == batch_ids(checkpoint, "commits")
 
 
 def _story(instance: dg.DagsterInstance, run: dg.DagsterRun, output: str) -> str:
