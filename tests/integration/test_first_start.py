@@ -27,8 +27,8 @@ pytestmark = [pytest.mark.spark]
 
 # The chaos worker's catch-up batches: the same batches in every run compared here.
 BATCH_RECORDS = 500
-# Streams that start one after the other in one process (each reads the one before), so that
-# only the paused one writes; user_sessions and security_alerts would start side by side.
+# The streams of each launch, one process each: security_alerts apart, so that fewer streams
+# write at once while each write is paused (it reads the topic, as clickstream_raw and events do).
 LAUNCHES = [("clickstream_raw", "events", "user_sessions"), ("security_alerts",)]
 
 
@@ -112,8 +112,10 @@ def test_every_window_of_a_first_start_recovers_with_the_same_rows(
 def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
     spark, kafka_broker, topic_factory, launcher, tmp_path: Path
 ):
-    """SIGKILL (process group: driver and JVM) the continuous pipeline while ``user_sessions``
-    and ``security_alerts``, side by side, are paused at different writes of their first start
+    """SIGKILL (process group: driver and JVM) the continuous pipeline while ``events`` and
+    ``security_alerts``, side by side (both read the topic: the same catch-up wave; a stream of a
+    later wave would never start while one of an earlier wave is paused), are paused at different
+    writes of their first start
     (the issue-30 window: a temporary ``offsets/0``; state metadata without a commit); the next
     continuous launch records batches, stops cleanly on SIGTERM, and its tables hold what a run
     that never crashed holds."""
@@ -122,7 +124,7 @@ def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
     reference = Lakehouse(tmp_path / "reference")
     run_catch_up(spark, reference, kafka_broker, topic, STREAMS, max_offsets=BATCH_RECORDS)
     lake_dir = tmp_path / "crashed"
-    points = ("temp:/user_sessions/offsets/0$", "done:/security_alerts/state/0/_metadata/metadata$")
+    points = ("temp:/events/offsets/0$", "done:/security_alerts/state/0/_metadata/metadata$")
     crash = CrashPoints(tmp_path / "crash", pause_at=points)
     worker = launcher(lake_dir, kafka_broker, topic, STREAMS, "continuous", crash)
     wait_for(
@@ -150,7 +152,7 @@ def test_sigkill_at_first_start_points_side_by_side_then_a_continuous_launch(
     assert worker.wait(120) == 0, (lake_dir / "worker.log").read_text()[-3000:]
     log = (lake_dir / "worker.log").read_text()
     assert "Stopped gracefully on SIGTERM" in log
-    assert "user_sessions: its first start was interrupted before batch 0" in log
+    assert "events: its first start was interrupted before batch 0" in log
     run_catch_up(spark, lake, kafka_broker, topic, STREAMS, max_offsets=BATCH_RECORDS)
     for stream in STREAMS:
         assert rows(spark, lake, stream) == rows(spark, reference, stream), stream
