@@ -29,8 +29,10 @@ from platform_pipelines.streams.query import StreamContext
 
 STREAMS = ("clickstream_raw", "events", "user_sessions", "security_alerts")
 # The chaos JVMs live for a few minutes and start several at once on a small machine: C2's
-# compiles would cost them more CPU than they return (as the cluster tests' JVMs).
-SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
+# compiles would cost them more CPU than they return (as the cluster tests' JVMs). C1's frames are
+# bigger: a 4 MiB thread stack keeps the deep recursion of java.util.regex on a query's thread (a
+# StackOverflowError was seen once with the default 1 MiB) as safe as it is under C2.
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -Xss4m"
 SPARK = SparkOptions(
     master="local[2]",
     state_partitions=2,
