@@ -1,13 +1,17 @@
 """Health while a stream runs, as an operator sees it in the browser.
 
 One continuous run of ``key_events_raw`` and ``key_counts`` (a declared stream that counts per key
-and never removes a key: its state leaks by design). While it runs:
+and never removes a key, though its 10 min watermark declares it keeps one 20 min: its state leaks
+by design, which ``state_growth`` calls a leak once event time has moved past that horizon). Its
+first keys are stamped 30 min ago, so that later batches can move event time past the horizon
+without stamping an event ahead of the clock. While it runs:
 
 - its Checks tab shows "Passed" for the cheap health checks, and the asset page names the run;
 - a second launch that includes ``key_counts`` is refused at once, naming the running run, and
   is never relaunched by the auto-restart sensor;
-- new keys make the state leak: its node in the lineage graph shows the failed check within two
-  ticks of the health sensor after the leak is recorded, while the run goes on;
+- new keys, each batch stamped a third of the horizon after the one before, make the state leak:
+  its node in the lineage graph shows the failed check within two ticks of the health sensor
+  after the leak is recorded, while the run goes on;
 - a cancel ends the run CANCELED with one log line naming where each query stopped.
 """
 
@@ -27,6 +31,8 @@ from playwright.sync_api import Page, expect
 
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.verdict import Status
+from platform_pipelines.health.evaluate import RECORDS_PER_EVALUATION
+from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import produce_events
@@ -39,6 +45,7 @@ from tests.ui.test_browser import (
     screenshot,
 )
 from tests.waiting import wait_for
+from user_streams.running_count import STREAMS
 
 pytestmark = [
     pytest.mark.dagster,
@@ -63,11 +70,18 @@ OTHERS = (
 LIVE_CHECKS = ("liveness", "falling_behind", "late_data", "checkpoint", "auto_restart")
 HEALTH_SENSOR = "stream_health_sensor"
 FAILED_ICONS = ("close", "check_failed")  # the red cross of a node with a failed check
+HORIZON = key_horizon(STREAMS[0])  # key_counts: watermark 10 min + key lifetime 10 min
+assert HORIZON is not None
+# The watermark trails the first keys by this plus the delay: within late_data's warning (1 h).
+FIRST_KEYS_AGO = timedelta(seconds=HORIZON.seconds + 600)
+LEAK_STEP = timedelta(seconds=HORIZON.seconds / 3)
 
 
-def keyed(keys: list[str]) -> list[dict[str, Any]]:
-    now = datetime.now(UTC)
-    return [{"key": k, "event_time": (now - timedelta(seconds=5)).isoformat()} for k in keys]
+def keyed(keys: list[str], at: datetime) -> list[dict[str, Any]]:
+    """Events for ``keys`` stamped ``at``, or 5 s ago if that is later: never ahead of the clock
+    (the watermark is capped at it)."""
+    stamp = min(at, datetime.now(UTC) - timedelta(seconds=5))
+    return [{"key": k, "event_time": stamp.isoformat()} for k in keys]
 
 
 _CHECKS_ICON_JS = """node => {
@@ -111,8 +125,11 @@ def node_checks(page: Page, asset: str) -> str:
 def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
     ui_session: UISession, dagster_ui: Any, kafka_broker: str
 ) -> None:
+    first_keys_at = datetime.now(UTC) - FIRST_KEYS_AGO
     create_topics(kafka_broker, {"key_events": 1})
-    produce_events(kafka_broker, "key_events", keyed(["a", "b", "c"]), key_field="key")
+    produce_events(
+        kafka_broker, "key_events", keyed(["a", "b", "c"], first_keys_at), key_field="key"
+    )
     instance = dg.DagsterInstance.from_config(str(dagster_ui.home))
     store = ProgressStore(dagster_ui.local_dir / "progress")
     config = {
@@ -171,21 +188,25 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
             (refused,) = instance.get_runs(filters=dg.RunsFilter(job_name="stream_key_counts"))
             assert refused.tags["platform/refused"] == "true"
 
-            # 3. A leak: every batch brings new keys and no key is ever removed.
-            leaked_at = None
+            # 3. A leak: every batch brings new keys, event time moves past the horizon the
+            # stream declares, and no key is ever removed. Judged as the sensor judges it.
+            leaked_at, verdict = None, None
             for n in range(12):
                 before = len(key_batches())
                 produce_events(
                     kafka_broker,
                     "key_events",
-                    keyed([f"leak{n}-{i}" for i in range(5)]),
+                    keyed([f"leak{n}-{i}" for i in range(5)], first_keys_at + (n + 1) * LEAK_STEP),
                     key_field="key",
                 )
                 wait_for(lambda b=before: len(key_batches()) > b, 120, f"leak batch {n}")
-                if judge_state_growth(store.recent("key_counts", 100)).status is Status.FAIL:
+                records = store.recent("key_counts", RECORDS_PER_EVALUATION)
+                verdict = judge_state_growth(records, horizon=HORIZON)
+                if verdict.status is Status.FAIL:
                     leaked_at = time.time()
                     break
-            assert leaked_at is not None, "key_counts' state never judged leaking"
+            assert verdict is not None and leaked_at is not None, f"never a leak: {verdict}"
+            assert "past the 20 min the stream keeps a key" in verdict.summary, verdict.summary
 
             seen: dict[str, Any] = {}
 
