@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from datetime import datetime, timedelta
 
 import pytest
@@ -29,9 +30,10 @@ from tests.integration.helpers import run_catch_up
 from tests.waiting import wait_for
 from user_streams.running_count import STREAMS as USER_STREAMS
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 STALE_AFTER = timedelta(hours=1)
+ALERTS_TOPIC = f"state-inspection-alerts-{uuid.uuid4().hex[:10]}"
 # u1 logs out and u2 goes quiet early: both sessions close. u4 browses, u5 fails to log in three
 # times, u3 arrives last and moves every watermark to minute 110 (120 - 10 min).
 CLICKS = [
@@ -62,16 +64,17 @@ STATEFUL = ["events", "user_sessions", "security_alerts", "service_status", "key
 
 
 @pytest.fixture(scope="module")
-def lake(spark, tmp_path_factory) -> Lakehouse:
+def lake(spark, kafka_broker, tmp_path_factory) -> Lakehouse:
     """Every stateful built-in stream and key_counts, run once to the end of a small input (the
-    bronze tables they read are written here, as their streams would: state needs no broker)."""
+    bronze tables they read are written here, as their streams would: state needs no topic; the
+    broker only gets security_alerts' topic, which no alert reaches here)."""
     registry = user_registry()
     lake = Lakehouse(tmp_path_factory.mktemp("lake"))
     beats = [heartbeat("svc-a", at(0))]
     keys = [keyed("a", 0), keyed("b", 1), keyed("a", 2)]
     for stream, rows in (("events", CLICKS), ("service_status", beats), ("key_counts", keys)):
         write_bronze(spark, lake, registry.get(registry.get(stream).upstream), rows)
-    run_catch_up(spark, lake, "127.0.0.1:1", "unused", STATEFUL, registry=registry)
+    run_catch_up(spark, lake, kafka_broker, "unused", STATEFUL, registry=registry)
     return lake
 
 
@@ -86,7 +89,15 @@ def write_bronze(spark, lake: Lakehouse, bronze: Stream, records: list[dict]) ->
 
 
 def user_registry() -> StreamRegistry:
-    registry = builtin_streams(BuiltinSettings(stale_after=STALE_AFTER))  # no stale timer fires
+    """The built-in streams on their bronze path (events reads clickstream_raw, security_alerts
+    reads events), then the user streams."""
+    settings = BuiltinSettings(
+        events_reads="bronze",
+        alerts_reads="bronze",
+        alerts_topic=ALERTS_TOPIC,
+        stale_after=STALE_AFTER,  # no stale timer fires
+    )
+    registry = builtin_streams(settings)
     for stream in USER_STREAMS:
         declare_stream(registry, stream)
     return registry
