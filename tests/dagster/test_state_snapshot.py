@@ -15,7 +15,7 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.state_snapshots import SNAPSHOT_TABLE
 from platform_pipelines.runtime.runner import RunOptions, run_streams
 from platform_pipelines.settings import get_settings
-from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import at
@@ -28,8 +28,9 @@ def ms(minute: float) -> int:
     return int(at(minute).timestamp() * 1000)
 
 
-def registry() -> StreamRegistry:
-    streams = builtin_streams()
+def registry(alerts_topic: str = "alerts") -> StreamRegistry:
+    """The built-in streams, security_alerts reading silver events, then the user streams."""
+    streams = builtin_streams(BuiltinSettings(alerts_reads="bronze", alerts_topic=alerts_topic))
     for stream in USER_STREAMS:
         declare_stream(streams, stream)
     return streams
@@ -68,20 +69,23 @@ def failure(event_id: str, user: str, minute: int) -> dict:
     }
 
 
-def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(spark, lake):
-    streams = registry()
+@pytest.mark.kafka  # security_alerts creates the topic it publishes to when it starts
+def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(
+    spark, kafka_broker, topic_factory, lake
+):
+    streams = registry(alerts_topic=topic_factory("snapshot-alerts"))
     alerts, events = streams.get("security_alerts"), streams.get("events")
     rows = [
         failure("f0", "u5", 0),
         failure("f1", "u5", 1),
         failure("f2", "u5", 2),
         failure("g0", "u6", 0),
-    ]  # (hand-written silver rows: no broker needed)
+    ]  # (hand-written silver rows; the broker gets only the alerts topic, which no alert reaches)
     spark.createDataFrame(rows, events.outputs[events.table]).write.format("delta").save(
         str(lake.table(events.table))
     )
     run_streams(
-        StreamContext(spark, lake, "127.0.0.1:1"),
+        StreamContext(spark, lake, kafka_broker),
         [alerts],
         RunOptions(mode="catch_up"),
         lambda *_: None,
