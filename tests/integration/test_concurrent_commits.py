@@ -7,6 +7,10 @@ Each driver is a process of its own (``tests.integration.concurrent_writer``), w
 and only the deployment's settings, writing one batch per round as every stream's writer does:
 its late rows to ``late_events``, then its row to ``stream_ledger``. The log and the rows are read
 back here without Spark: the commit files, and the Parquet files they add.
+
+The S3 server holds each Delta commit's PUT a while before storing it, as a slower network would
+(``--commit-delay-ms``): a driver that checks for a version while the other's commit of it is on
+its way finds none, and only the conditional PUT keeps it from writing over that commit.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +32,20 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import added_files, commit_file, latest_version
 from platform_pipelines.lakehouse.tables import LATE_TABLE, LEDGER_TABLE
 from platform_pipelines.settings import REPO_ROOT, PlatformSettings, get_settings
-from tests.fixtures.s3 import S3Store
+from tests.fixtures.s3 import S3Store, moto_server, new_bucket
 from tests.integration.concurrent_writer import query_id, rows_in
 
 WRITERS = ["first", "second"]
 ROUNDS = 10
 DRIVER_TIMEOUT_S = 600
+COMMIT_DELAY_MS = 200
+
+
+@pytest.fixture
+def racy_s3_bucket() -> Iterator[S3Store]:
+    """A bucket on an S3 server of its own that holds each Delta commit before storing it."""
+    with moto_server("--commit-delay-ms", str(COMMIT_DELAY_MS)) as endpoint:
+        yield new_bucket(endpoint)
 
 
 def writer_env(s3_bucket: S3Store, tmp_path: Path) -> dict[str, str]:
@@ -102,12 +115,12 @@ def rows(table: Path) -> list[dict[str, Any]]:
 @pytest.mark.s3
 @pytest.mark.spark
 def test_two_drivers_writing_the_shared_tables_at_once_lose_no_commit(
-    s3_bucket, tmp_path, monkeypatch
+    racy_s3_bucket, tmp_path, monkeypatch
 ):
-    env = writer_env(s3_bucket, tmp_path)
+    env = writer_env(racy_s3_bucket, tmp_path)
     write_at_once(env, tmp_path / "ready")
 
-    for key, value in s3_bucket.env("lakehouse").items():
+    for key, value in racy_s3_bucket.env("lakehouse").items():
         monkeypatch.setenv(key, value)
     lakehouse = Lakehouse(PlatformSettings().lakehouse_dir)
     late, ledger = lakehouse.table(LATE_TABLE), lakehouse.table(LEDGER_TABLE)
