@@ -21,6 +21,10 @@ from tests.integration.helpers import ledger, run_catch_up, table
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
+EPOCH_REASON = (
+    "event_time 1970-01-01 00:00:00 is before min_event_time 2000-01-01 UTC: not a real event time"
+)
+
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Lakehouse:
@@ -29,6 +33,10 @@ def lake(tmp_path: Path) -> Lakehouse:
 
 def from_kafka(topic: str) -> StreamRegistry:
     return builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads="kafka"))
+
+
+def from_bronze(topic: str) -> StreamRegistry:
+    return builtin_streams(BuiltinSettings(clickstream_topic=topic, events_reads="bronze"))
 
 
 @pytest.fixture
@@ -98,7 +106,8 @@ def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
     spark, kafka_broker, topic_factory, lake, read_again, monkeypatch, counts
 ):
     """With the query's counts, only batches with a row behind the watermark are read again;
-    without them (``counted`` gives None), every batch is, and the outcome is the same."""
+    without them (``counted`` gives None), every batch is, and the outcome is the same. A
+    placeholder date is not late: events counts it as quarantined, and bronze keeps it."""
     if counts == "missing":
         monkeypatch.setattr(KafkaInput, "counted", lambda self: None)
     topic = topic_factory("fromkafkalate", partitions=2)
@@ -125,30 +134,33 @@ def test_rows_the_watermark_refuses_are_read_back_from_kafka_into_late_events(
     assert sorted(r["event_id"] for r in table(spark, lake, "events")) == ["a", "b", "on-time"]
     late = sorted(table(spark, lake, "late_events"), key=lambda r: (r["batch_id"], r["event_time"]))
     assert [(json.loads(r["row"])["event_id"], r["late_by_seconds"]) for r in late] == [
-        ("epoch", 0.0),
         ("a", 1200.0),
         ("late", 900.0),
     ]
-    assert late[2]["reason"] == (
+    assert late[1]["reason"] == (
         "event_time is 15 min 0 s behind the watermark of events, which allows 10 min of lateness"
     )
     assert set(json.loads(late[0]["row"])) >= {"event_id", "kafka_partition", "kafka_offset"}
-    if counts == "observed":  # the two batches with late rows, their possibly late records
-        assert [b for b, only_late in read_again if only_late] == [b for b, _ in read_again]
-        assert len(read_again) == 2 and read_again[0] == (0, True)
+    if counts == "observed":  # the one batch with late rows, only its possibly late records
+        assert read_again == [(2, True)]
     else:
         assert len(read_again) >= 2 and not any(only_late for _, only_late in read_again)
     dropped = one.dropped_by_watermark("events") + two.dropped_by_watermark("events")
-    assert dropped == len(late) == 3
+    assert dropped == len(late) == 2
     assert ledger(spark, lake, "events") == {
         "rows_in": 7,
         "rows_out": 3,
-        "rows_late": 3,
-        "rows_quarantined": 1,
+        "rows_late": 2,
+        "rows_quarantined": 2,
     }
-    # Nothing here ran bronze: the quarantined record is counted, and only bronze writes it.
-    assert table(spark, lake, "quarantine") == []
     assert ledger(spark, lake, "user_sessions")["rows_in"] == 3
+    # Nothing ran bronze yet: the quarantined records are counted, and only bronze writes them.
+    assert table(spark, lake, "quarantine") == []
+    run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw"], registry=registry)
+    assert {r["reason"]: json.loads(r["raw_value"]) for r in table(spark, lake, "quarantine")} == {
+        EPOCH_REASON: epoch,
+        "not a JSON object: array<bigint>": [1],
+    }
 
 
 def test_a_checkpoint_started_on_kafka_refuses_to_read_bronze(
@@ -159,5 +171,12 @@ def test_a_checkpoint_started_on_kafka_refuses_to_read_bronze(
     run_catch_up(spark, lake, kafka_broker, topic, ["events"], registry=from_kafka(topic))
 
     with pytest.raises(DeclarationChanged, match=r"reads: kafka -> bronze .*platform reprocess"):
-        run_catch_up(spark, lake, kafka_broker, topic, ["clickstream_raw", "events"])
+        run_catch_up(
+            spark,
+            lake,
+            kafka_broker,
+            topic,
+            ["clickstream_raw", "events"],
+            registry=from_bronze(topic),
+        )
     assert [r["event_id"] for r in table(spark, lake, "events")] == ["a"]
