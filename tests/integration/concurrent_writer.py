@@ -5,8 +5,9 @@ to ``late_events``, then its ``stream_ledger`` row, each a commit tagged with th
 ``python -m tests.integration.concurrent_writer --writer NAME --writers A B --rounds N --ready DIR``
 starts a SparkSession with the deployment's settings (the environment); the first of
 ``--writers`` creates the shared tables. Each writer then writes ``DIR/NAME`` and waits until
-every writer has, so that the rounds start at once: round n is batch n of a stream called NAME,
-with ``rows_in(n)`` rows, all of them late.
+every writer has, and so again before each round, so that the writers commit at the same moment
+every round (without it they drift apart after the first and rarely race): round n is batch n of
+a stream called NAME, with ``rows_in(n)`` rows, all of them late.
 """
 
 from __future__ import annotations
@@ -58,19 +59,23 @@ def main() -> None:
         lakehouse.ensure_tables(spark, SHARED)
     created = [lakehouse.table(name) for name in SHARED]
     wait_for(lambda: all(map(has_commit, created)), READY_TIMEOUT_S, "the shared tables", 0.1)
-    # The rounds start at once: every writer says it is ready, then waits for the others.
-    (args.ready / args.writer).write_text("ready")
-    ready = [args.ready / writer for writer in args.writers]
-    wait_for(lambda: all(p.exists() for p in ready), READY_TIMEOUT_S, "every writer", 0.02)
     target = Target(lakehouse, args.writer, query_id(args.writer))
     late_app = f"{LATE_TABLE}/{target.query_id}/{args.writer}"
     for n in range(args.rounds):
+        _all_ready(args.ready, args.writer, args.writers, n)
         now_ms = int(time.time() * 1000)
         clock = BatchClock(now_ms, now_ms, now_ms)
         batch = spark.createDataFrame(late_rows(args.writer, n, datetime.now()), LATE_EVENTS)
         target.append(batch, LATE_TABLE, late_app, n, clock)
         counts = BatchCounts(rows_in=rows_in(n), rows_out=0, rows_late=rows_in(n))
         target.record(batch, n, counts, clock, watermarked=True)
+
+
+def _all_ready(folder: Path, writer: str, writers: list[str], round_: int) -> None:
+    """Say ``writer`` is ready for ``round_``, then wait until every writer is (a barrier)."""
+    (folder / f"{writer}.{round_}").write_text("ready")
+    ready = [folder / f"{w}.{round_}" for w in writers]
+    wait_for(lambda: all(p.exists() for p in ready), READY_TIMEOUT_S, f"round {round_}", 0.01)
 
 
 if __name__ == "__main__":
