@@ -206,6 +206,8 @@ def test_lag_behind_the_topic_is_shown_and_a_damaged_checkpoint_is_refused(
         f"not judged: not running (run run-lag stopped); 37 records behind its Kafka topic {topic}"
     )
     run = RunState("running", "run run-lag", "run-lag")
+    # ... and in its continuous phase: a catch-up's lag is the backlog it reads, not judged
+    records = [replace(r, phase="continuous") for r in records]
     health = evaluate_stream(bronze, lake, records, run, broker, time.time())
     assert health.lag is not None and health.lag.records == 37
     assert health.metrics["lag_records"] == 37
