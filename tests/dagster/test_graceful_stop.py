@@ -19,6 +19,7 @@ from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.checkpoints import batch_ids
 from platform_pipelines.settings import REPO_ROOT, get_settings
+from tests.fixtures.dagster import run_story
 from tests.integration.events import U1_SHOPPING, ev
 from tests.waiting import wait_for
 
@@ -141,15 +142,5 @@ def test_a_terminal_run_stops_gracefully_on_ctrl_c_and_sigterm(
 
 
 def _story(instance: dg.DagsterInstance, run: dg.DagsterRun, output: str) -> str:
-    """What the run's own event log says (the step process logs there, not to the terminal once
-    its logs are captured), with any error, then the end of the terminal output."""
-    lines = []
-    for entry in instance.all_logs(run.run_id):
-        event = entry.dagster_event
-        kind = event.event_type_value if event else "log"
-        pid = event.pid if event else ""
-        lines.append(f"{entry.timestamp:.3f} pid {pid} {kind}: {entry.message}")
-        error = getattr(event.event_specific_data, "error", None) if event else None
-        if error is not None:
-            lines.append(error.to_string())
-    return "\n".join([*lines, "--- terminal output ---", output[-2000:]])
+    """The run's own event log, then the end of the terminal output."""
+    return "\n".join([run_story(instance, run.run_id), "--- terminal output ---", output[-2000:]])

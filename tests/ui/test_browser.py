@@ -27,6 +27,7 @@ from dagster import DagsterRunStatus
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from platform_pipelines.settings import REPO_ROOT
+from tests.fixtures.dagster import run_story
 from tests.waiting import wait_for
 
 pytestmark = [
@@ -372,7 +373,9 @@ def test_launchpad_launches_a_catch_up_run_that_succeeds(
             raise AssertionError(f"run {run_id} still {seen[-1]} after {RUN_TIMEOUT_S}s") from None
         finally:
             screenshot(page, "run")
-        assert status == DagsterRunStatus.SUCCESS, f"run {run_id} ended {status}"
+        if status != DagsterRunStatus.SUCCESS:
+            instance = dg.DagsterInstance.from_config(str(dagster_ui.home))
+            raise AssertionError(f"run {run_id} ended {status}:\n{run_story(instance, run_id)}")
         # The run page follows the run live: status tag and the final event.
         expect(page.get_by_text("Success", exact=True).first).to_be_visible()
         expect(page.get_by_text("RUN_SUCCESS", exact=True).first).to_be_visible()
