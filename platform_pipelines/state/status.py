@@ -4,9 +4,17 @@ The key is ``service``; the events are heartbeat rows. Rules, per service:
 
 - Only transitions are emitted. A service's first heartbeat (unknown -> ok) and the first one
   after it went stale (stale -> ok) emit "ok"; heartbeats while ok emit nothing.
-- Every batch with heartbeats sets a processing-time timer at batch time + ``stale_after_ms``, so
-  each heartbeat pushes it on. Processing time, because the question is whether heartbeats still
-  arrive: a silent service sends nothing that could move an event-time watermark.
+- Every batch with heartbeats sets a processing-time timer ``stale_after_ms`` after the service's
+  last heartbeat as the service dated it, so each heartbeat pushes it on. Processing time, because
+  the question is whether heartbeats still arrive: a silent service sends nothing that could move
+  an event-time watermark. Counting from the heartbeat's own time, not from the batch that read
+  it, keeps the time the heartbeat spent on its way (Kafka, bronze, this stream's trigger) out of
+  the timeout: a silent service is stale ``stale_after_ms`` after its last heartbeat plus at most
+  one trigger, not plus the whole pipeline's delay. The credit is at most half the timeout: a
+  service whose clock is behind, or a backlog read after a pause, cannot make the timer fire
+  sooner than half the timeout after the batch. A service is never reported stale while it sends
+  heartbeats at least twice per timeout and the pipeline's delay varies by less than the rest
+  of half the timeout.
 - The timer firing emits "stale" once and keeps the state with no timer, so a silent service is
   not reported again; its next heartbeat emits "ok".
 - A heartbeat is any event of the service, whatever its ``status`` field says (null, "ok",
@@ -85,11 +93,18 @@ class ServiceStatus:
         if not times:
             return Step(state)
         last = times[-1] if state is None else max(times[-1], int(state["last_heartbeat_ms"]))
-        timer = clock.processing_time_ms + self.config.stale_after_ms
+        timer = self._timer(last, clock)
         if state is not None and state["status"] == OK:
             return Step({**state, "last_heartbeat_ms": last}, [], timer)
         new_state = _state(OK, times[0], last)
         return Step(new_state, [_row(key, new_state)], timer)
+
+    def _timer(self, last_heartbeat_ms: int, clock: Clock) -> int:
+        """When the service is stale unless another heartbeat arrives: ``stale_after_ms`` after
+        its last heartbeat, that heartbeat's time taken no earlier than half the timeout before
+        the batch and no later than the batch (a clock ahead)."""
+        now, timeout = clock.processing_time_ms, self.config.stale_after_ms
+        return min(max(last_heartbeat_ms, now - timeout // 2), now) + timeout
 
     def on_timeout(self, key: str, state: State, clock: Clock) -> Step:
         """No heartbeat for ``stale_after_ms``: emit "stale" once and keep the state, untimed."""

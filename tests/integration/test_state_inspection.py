@@ -220,7 +220,10 @@ def test_security_alerts_state_keeps_failures_in_the_window_until_newest_plus_wi
 def test_service_status_state_shows_the_status_and_its_processing_time_timer(lake):
     status = {"status": "ok", "changed_at_ms": ms(0), "last_heartbeat_ms": ms(0)}
     batch = offsets_metadata(lake.checkpoint("service_status"), 0)
-    timer = int(batch["batchTimestampMs"]) + STALE_AFTER // MS  # the first batch's clock + 1 h
+    # The heartbeat is days old: the timer counts from half the timeout before the first batch's
+    # clock (the most a heartbeat's own time is credited), so it is that clock + 30 min.
+    timeout = STALE_AFTER // MS
+    timer = int(batch["batchTimestampMs"]) - timeout // 2 + timeout
 
     report = show(lake, "service_status", "--key", "svc-a")
 

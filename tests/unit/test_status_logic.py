@@ -56,25 +56,26 @@ def row(status: str, changed_at: float, last_heartbeat: float) -> dict[str, Any]
 def test_the_first_heartbeat_of_a_new_service_emits_ok_and_sets_the_timer():
     step = LOGIC.on_events("api", None, [beat(0)], clock(0.5))
 
-    assert step == Step(state("ok", 0, 0), [row("ok", 0, 0)], ms(0.5) + STALE_AFTER)
+    # Five minutes after the heartbeat was sent, not after the batch that read it.
+    assert step == Step(state("ok", 0, 0), [row("ok", 0, 0)], ms(0) + STALE_AFTER)
 
 
 def test_ok_is_dated_by_the_first_heartbeat_and_notes_the_last():
     step = LOGIC.on_events("api", None, [beat(1), beat(0), beat(2)], clock(3))
 
-    assert step == Step(state("ok", 0, 2), [row("ok", 0, 2)], ms(3) + STALE_AFTER)
+    assert step == Step(state("ok", 0, 2), [row("ok", 0, 2)], ms(2) + STALE_AFTER)
 
 
 def test_heartbeats_while_ok_emit_nothing_and_push_the_timer_on():
     step = LOGIC.on_events("api", state("ok", 0, 0), [beat(4), beat(4.5)], clock(5))
 
-    assert step == Step(state("ok", 0, 4.5), [], ms(5) + STALE_AFTER)
+    assert step == Step(state("ok", 0, 4.5), [], ms(4.5) + STALE_AFTER)
 
 
 def test_a_late_heartbeat_does_not_move_the_last_heartbeat_back():
     step = LOGIC.on_events("api", state("ok", 0, 4), [beat(2)], clock(5))
 
-    assert step == Step(state("ok", 0, 4), [], ms(5) + STALE_AFTER)
+    assert step == Step(state("ok", 0, 4), [], ms(4) + STALE_AFTER)
 
 
 def test_the_timeout_emits_stale_once_and_keeps_the_state_without_a_timer():
@@ -92,7 +93,7 @@ def test_a_timeout_while_already_stale_emits_nothing():
 def test_the_first_heartbeat_after_stale_emits_ok():
     step = LOGIC.on_events("api", state("stale", 10, 4), [beat(12), beat(13)], clock(14))
 
-    assert step == Step(state("ok", 12, 13), [row("ok", 12, 13)], ms(14) + STALE_AFTER)
+    assert step == Step(state("ok", 12, 13), [row("ok", 12, 13)], ms(13) + STALE_AFTER)
 
 
 def test_a_full_cycle_carries_json_state_between_calls():
@@ -136,6 +137,31 @@ def test_a_service_seeded_as_ok_emits_nothing_on_its_next_heartbeat():
 def test_a_seed_row_with_an_unknown_status_is_refused():
     with pytest.raises(ValueError, match="'degraded'"):
         LOGIC.initial_state("api", row("degraded", 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("sent", "read", "timer"),
+    [
+        (10, 10, 15),  # read at once
+        (10, 12, 15),  # two minutes on its way: not added to the timeout
+        (10, 12.5, 15),  # half the timeout on its way: still credited
+        (10, 40, 42.5),  # older (a backlog, a clock behind): half the timeout credited, no more
+        (10, 9, 14),  # dated after the batch read it (a clock ahead): from the batch
+    ],
+)
+def test_the_timer_counts_from_the_heartbeat_at_most_half_the_timeout_back(
+    sent: float, read: float, timer: float
+):
+    step = LOGIC.on_events("api", state("ok", 0, 0), [beat(sent)], clock(read))
+
+    assert step.timeout_at_ms == ms(timer)
+
+
+def test_heartbeats_twice_per_timeout_never_time_out_whatever_the_steady_delay():
+    """Every 2.4 minutes (a timeout of 5), read 0 to 20 minutes after they were sent."""
+    for delay in (0, 1, 2.5, 4, 20):
+        timer = LOGIC.on_events("api", state("ok", 0, 0), [beat(0)], clock(delay)).timeout_at_ms
+        assert timer is not None and timer > ms(2.4 + delay), delay
 
 
 def test_a_custom_stale_after_sets_the_timer():
