@@ -3,7 +3,9 @@
 A running stream's state is read at its latest committed batch, pinned for every read, while the
 query commits newer ones. The operators' rows (``lakehouse.state_source``) are grouped by key in
 Spark and decoded by ``core.state_view`` in a Python UDF, so the biggest keys are chosen without
-collecting the state to the driver.
+collecting the state to the driver. A small state (at most ``LOCAL_ROWS`` rows) is collected and
+decoded in the driver instead: the UDF's Python workers alone take seconds to start, more than
+such a state takes to read.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from platform_pipelines.lakehouse.state_source import (
     state_parts,
 )
 
+# Rows (key parts and timers) up to which ``read_state`` decodes a state in the driver.
+LOCAL_ROWS = 50_000
+_ROWS_SCHEMA = "key string, part string, value_json string, timer_ms bigint"
 _KEY_STATE = StructType(
     [
         StructField("value", StringType(), True),
@@ -57,6 +62,7 @@ class StreamState:
     operators: tuple[Operator, ...]
     keys: DataFrame
     parts: tuple[str, ...]
+    rows: DataFrame  # before grouping: ``key``, ``part``, ``value_json``, ``timer_ms``
 
     def report(self, shown: Sequence[KeyState], totals: StateTotals) -> StateReport:
         """The report of this state, showing the keys ``shown``."""
@@ -67,17 +73,20 @@ class StreamState:
         return StateReport(self.stream, self.batch_id, self.parts, time_mode, totals, tuple(shown))
 
 
-def key_states(
+def state_rows(
     spark: SparkSession, checkpoint: Path, batch_id: int, operators: Sequence[Operator]
 ) -> tuple[DataFrame, tuple[str, ...]]:
-    """One row per key: ``key``, ``value`` (decoded, JSON), ``timers_ms``, ``bytes``; and the
-    part names."""
+    """Every operator's rows: ``key``, ``part`` and ``value_json`` (a part of a key's value), or
+    ``timer_ms`` (one of its timers); and the part names."""
     frames, names = state_parts(spark, checkpoint, batch_id, operators)
     if not frames:
-        return spark.createDataFrame(
-            [], "key string, value string, timers_ms array<bigint>, bytes bigint"
-        ), names
-    rows = reduce(DataFrame.unionAll, frames).toDF("key", "part", "value_json", "timer_ms")
+        return spark.createDataFrame([], _ROWS_SCHEMA), names
+    return reduce(DataFrame.unionAll, frames).toDF("key", "part", "value_json", "timer_ms"), names
+
+
+def key_states(rows: DataFrame, names: tuple[str, ...]) -> DataFrame:
+    """One row per key of ``state_rows``: ``key``, ``value`` (decoded, JSON), ``timers_ms``,
+    ``bytes``."""
     grouped = rows.groupBy("key").agg(
         F.collect_list(F.when(F.col("part").isNotNull(), F.struct("part", "value_json"))).alias(
             "parts"
@@ -86,7 +95,23 @@ def key_states(
     )
     decode = F.udf(lambda key, parts, timers: _decoded(key, parts, timers, names), _KEY_STATE)
     state = grouped.select("key", decode("key", "parts", "timers").alias("s"))
-    return state.select("key", "s.value", "s.timers_ms", "s.bytes"), names
+    return state.select("key", "s.value", "s.timers_ms", "s.bytes")
+
+
+def assembled(rows: Sequence[Any], names: tuple[str, ...]) -> list[KeyState]:
+    """Collected ``state_rows``, one ``KeyState`` per key: what ``key_states`` computes, in the
+    driver."""
+    parts: dict[str, list[Part]] = {}
+    timers: dict[str, list[int]] = {}
+    for row in rows:
+        key = row["key"]
+        parts.setdefault(key, [])
+        timers.setdefault(key, [])
+        if row["part"] is not None:
+            parts[key].append(Part(row["part"], row["value_json"]))
+        if row["timer_ms"] is not None:
+            timers[key].append(int(row["timer_ms"]))
+    return [assemble(key, parts[key], timers[key], names) for key in parts]
 
 
 def _decoded(
@@ -122,8 +147,8 @@ def stream_state(
             f"{stream} keeps no state: its query has no stateful operator (a bronze stream, or "
             "a stateless transform). Read its table instead."
         )
-    df, names = key_states(spark, checkpoint, batch, operators)
-    return StreamState(stream, batch, tuple(operators), df, names)
+    rows, names = state_rows(spark, checkpoint, batch, operators)
+    return StreamState(stream, batch, tuple(operators), key_states(rows, names), names, rows)
 
 
 def state_totals(df: DataFrame) -> StateTotals:
@@ -140,10 +165,19 @@ def read_state(
     top: int = 20,
     key: str | None = None,
     batch_id: int | None = None,
+    local_rows: int = LOCAL_ROWS,
 ) -> StateReport:
     """``stream``'s state at ``batch_id`` (default: the latest committed): totals over every
-    key, and the ``top`` biggest keys, or only ``key``."""
+    key, and the ``top`` biggest keys, or only ``key``. A state of at most ``local_rows`` rows
+    is decoded in the driver, a bigger one in Spark."""
     state = stream_state(spark, checkpoint, stream, batch_id)
+    few = state.rows.limit(local_rows + 1).collect() if local_rows > 0 else None
+    if few is not None and len(few) <= local_rows:
+        every = assembled(few, state.parts)
+        sizes = [s.bytes for s in every]
+        totals = StateTotals(len(every), sum(sizes), max(sizes, default=0))
+        wanted = [s for s in every if key is None or s.key == key]
+        return state.report(biggest(wanted, top), totals)
     df = state.keys.persist()
     try:
         chosen = df.where(F.col("key") == key) if key is not None else df

@@ -111,6 +111,22 @@ def show(lake: Lakehouse, *args: str) -> dict:
     return json.loads(result.output)
 
 
+@pytest.mark.parametrize("stream", STATEFUL)
+def test_a_small_state_decoded_in_the_driver_equals_the_state_decoded_in_spark(spark, lake, stream):
+    """`state show` decodes a small state in the driver (no Python workers to start) and a big
+    one in Spark; both give the same report, totals included, for every kind of state."""
+    checkpoint = lake.checkpoint(stream)
+    in_driver = read_state(spark, checkpoint, stream, top=1000)
+    in_spark = read_state(spark, checkpoint, stream, top=1000, local_rows=0)
+
+    assert in_driver == in_spark
+    assert in_driver.totals.keys == len(in_driver.shown) > 0
+    first = in_driver.shown[0].key
+    one = read_state(spark, checkpoint, stream, key=first)
+    assert one == read_state(spark, checkpoint, stream, key=first, local_rows=0)
+    assert [s.key for s in one.shown] == [first] and one.totals == in_driver.totals
+
+
 @pytest.mark.parametrize(
     ("stream", "message"),
     [
