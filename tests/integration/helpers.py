@@ -58,7 +58,8 @@ def run_catch_up(
 def table(spark: SparkSession, lake: Lakehouse, name: str) -> list[dict]:
     """Every row of a lakehouse table, as dicts (nested rows too)."""
     path = lake.table(name)
-    if not (path / "_delta_log").exists():
+    # A table being created has its _delta_log folder a moment before its first commit.
+    if not any((path / "_delta_log").glob("*.json")):
         return []
     return [r.asDict(recursive=True) for r in spark.read.format("delta").load(str(path)).collect()]
 
