@@ -31,9 +31,9 @@ from platform_pipelines.core.state_view import (
     value_json,
 )
 from platform_pipelines.lakehouse.checkpoints import recorded_time_mode
+from platform_pipelines.lakehouse.state_operators import Operator
 from platform_pipelines.lakehouse.state_source import (
     GROUP_STATE_OPERATOR,
-    Operator,
     StateUnavailable,
     committed_batch,
     read_operators,

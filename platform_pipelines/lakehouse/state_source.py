@@ -1,9 +1,10 @@
 """A checkpoint's stateful operators and their rows, read with Spark's State Data Source.
 
-``state-metadata`` names the checkpoint's stateful operators. A ``transformWithState`` operator
-is read one state variable at a time (``stateVarName``; lists and maps as one value per key,
-``flattenCollectionTypes=false``) plus its timers (``readRegisteredTimers``) when it has a time
-mode; a ``flatMapGroupsWithState`` operator (the built-in sessions) as its ``groupState`` with its
+The checkpoint's operator metadata files (``lakehouse.state_operators``; Spark's
+``state-metadata`` source where they do not say) name its stateful operators. A
+``transformWithState`` operator is read one state variable at a time (``stateVarName``; lists and
+maps as one value per key, ``flattenCollectionTypes=false``) plus its timers
+(``readRegisteredTimers``) when it has a time mode; a ``flatMapGroupsWithState`` operator (the built-in sessions) as its ``groupState`` with its
 ``timeoutTimestamp`` as the timer; Spark's own operators (deduplication, aggregation) are read
 whole.
 
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from platform_pipelines.lakehouse.checkpoints import batch_ids
+from platform_pipelines.lakehouse.state_operators import Operator, operator, operators_from_files
 
 # Spark's name for a flatMapGroupsWithState operator; its time mode is the stream's declared one.
 GROUP_STATE_OPERATOR = "flatMapGroupsWithState"
@@ -31,27 +32,6 @@ GROUP_STATE_OPERATOR = "flatMapGroupsWithState"
 
 class StateUnavailable(RuntimeError):
     """The stream has no state to read: never ran, no committed batch, or keeps none."""
-
-
-@dataclass(frozen=True)
-class Operator:
-    """One stateful operator of a checkpoint, as ``state-metadata`` lists it.
-
-    Attributes:
-        id: the ``operatorId`` option.
-        name: Spark's name: ``transformWithStateInPySparkExec``, ``dedupeWithinWatermark``...
-        stores: its state store names (``default``; a stream-stream join has four).
-        time_mode: ``EventTime``, ``ProcessingTime`` or ``NoTime`` for transformWithState; None
-            for Spark's own operators.
-        variables: the user's state variables of a transformWithState operator (timers, whose
-            names start with ``$``, are read with ``readRegisteredTimers``).
-    """
-
-    id: int
-    name: str
-    stores: tuple[str, ...]
-    time_mode: str | None = None
-    variables: tuple[str, ...] = ()
 
 
 def committed_batch(checkpoint: Path, stream: str) -> int:
@@ -71,28 +51,33 @@ def committed_batch(checkpoint: Path, stream: str) -> int:
 
 
 def read_operators(spark: SparkSession, checkpoint: Path, batch_id: int) -> list[Operator]:
-    """The checkpoint's stateful operators at ``batch_id``."""
+    """The checkpoint's stateful operators at ``batch_id``: from its operator metadata files, or
+    where they do not say, from Spark's ``state-metadata`` source."""
+    from_files = operators_from_files(checkpoint, batch_id)
+    return from_files if from_files is not None else spark_operators(spark, checkpoint, batch_id)
+
+
+def spark_operators(spark: SparkSession, checkpoint: Path, batch_id: int) -> list[Operator]:
+    """The checkpoint's stateful operators at ``batch_id``, as ``state-metadata`` lists them."""
     rows = (
         spark.read.format("state-metadata")
         .option("batchId", batch_id)
         .load(str(checkpoint))
         .collect()
     )
-    found: dict[int, Operator] = {}
-    for row in sorted(rows, key=lambda r: (r["operatorId"], r["stateStoreName"])):
-        op = found.get(row["operatorId"])
-        stores = (*(op.stores if op else ()), row["stateStoreName"])
-        props = json.loads(row["operatorProperties"] or "{}")
-        variables = tuple(
-            v["stateName"]
-            for v in props.get("stateVariables", ())
-            if not v["stateName"].startswith("$")
+    stores: dict[int, list[str]] = {}
+    for row in rows:
+        stores.setdefault(row["operatorId"], []).append(row["stateStoreName"])
+    first = {row["operatorId"]: row for row in reversed(rows)}
+    return [
+        operator(
+            i,
+            first[i]["operatorName"],
+            stores[i],
+            json.loads(first[i]["operatorProperties"] or "{}"),
         )
-        mode = props.get("timeMode", "NoTime") if "stateVariables" in props else None
-        found[row["operatorId"]] = Operator(
-            row["operatorId"], row["operatorName"], stores, mode, variables
-        )
-    return [found[i] for i in sorted(found)]
+        for i in sorted(first)
+    ]
 
 
 def _ready(spark: SparkSession) -> None:

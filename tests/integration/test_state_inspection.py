@@ -17,7 +17,9 @@ from platform_pipelines.core.times import MS, from_ms, iso
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.lakehouse.checkpoints import offsets_metadata
 from platform_pipelines.lakehouse.delta import Lakehouse
+from platform_pipelines.lakehouse.state_operators import operators_from_files
 from platform_pipelines.lakehouse.state_reader import read_state
+from platform_pipelines.lakehouse.state_source import committed_batch, spark_operators
 from platform_pipelines.runtime.runner import RunOptions, start_stream
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
@@ -109,6 +111,18 @@ def show(lake: Lakehouse, *args: str) -> dict:
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
+
+
+@pytest.mark.parametrize("stream", STATEFUL)
+def test_the_operators_read_from_the_metadata_files_are_the_ones_spark_lists(spark, lake, stream):
+    """`state show` names a checkpoint's operators from its metadata files, without the Spark job
+    of the ``state-metadata`` source; both name the same operators, stores, time modes and state
+    variables, at the latest batch and at the first."""
+    checkpoint = lake.checkpoint(stream)
+    for batch in (committed_batch(checkpoint, stream), 0):
+        from_files = operators_from_files(checkpoint, batch)
+        assert from_files == spark_operators(spark, checkpoint, batch)
+        assert from_files and all(op.stores == ("default",) for op in from_files)
 
 
 @pytest.mark.parametrize("stream", STATEFUL)
