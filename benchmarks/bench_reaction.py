@@ -53,6 +53,20 @@ console = Console()
     default=RESULTS / "reaction.json",
     show_default="benchmarks/results/reaction.json",
 )
+@click.option(
+    "--variants",
+    default="platform,plain",
+    show_default=True,
+    help="Which pipelines to run: platform, plain or both.",
+)
+@click.option(
+    "--trigger",
+    "triggers",
+    multiple=True,
+    metavar="STREAM=SECONDS",
+    help="A stream's trigger interval in the platform's run (repeatable), as a launchpad "
+    "override would set it, e.g. --trigger user_sessions=30.",
+)
 @click.option("--keep", is_flag=True, help="Keep the temporary folder (topics, tables, logs).")
 def main(
     quick: bool,
@@ -63,6 +77,8 @@ def main(
     users: int,
     master: str,
     output: Path,
+    variants: str,
+    triggers: tuple[str, ...],
     keep: bool,
 ) -> None:
     """Measure how soon alerts, deduplicated events and stale services become visible."""
@@ -75,6 +91,8 @@ def main(
         seconds=60.0 if quick else seconds,
         users=users,
         stale_after_seconds=30.0 if quick else stale_after,
+        variants=_variants(variants),
+        triggers=tuple(_trigger(t) for t in triggers),
     )
     if not sys.stdout.isatty():
         console.width = 160
@@ -111,6 +129,27 @@ def main(
     console.print(_samples_table(samples))
     console.print(_targets_table(verdicts))
     console.print(f"wrote {output}")
+
+
+def _variants(text: str) -> tuple[str, ...]:
+    from benchmarks.harness.reaction import VARIANTS
+
+    chosen = tuple(v.strip() for v in text.split(",") if v.strip())
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"unknown {unknown}: give platform, plain or both", param_hint="--variants"
+        )
+    return chosen
+
+
+def _trigger(text: str) -> tuple[str, int]:
+    stream, _, seconds = text.partition("=")
+    if not stream or not seconds.strip().isdigit():
+        raise click.BadParameter(
+            f"{text!r}: give STREAM=SECONDS, e.g. user_sessions=30", param_hint="--trigger"
+        )
+    return stream.strip(), int(seconds)
 
 
 def _s(value: float | None) -> str:

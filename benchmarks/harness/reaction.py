@@ -56,6 +56,8 @@ class ReactionConfig:
     stale_after_seconds: float = 300.0
     producer: str = "jvm"
     seed: int = 11
+    variants: tuple[str, ...] = VARIANTS
+    triggers: tuple[tuple[str, int], ...] = ()  # (stream, seconds): the platform's overrides
 
 
 def run_reaction(env: Env, cfg: ReactionConfig, repeat: int, say: Say) -> list[dict[str, Any]]:
@@ -63,7 +65,7 @@ def run_reaction(env: Env, cfg: ReactionConfig, repeat: int, say: Say) -> list[d
     samples = []
     for r in range(repeat):
         for rate in cfg.rates:
-            for variant in reversed(VARIANTS) if r % 2 else VARIANTS:
+            for variant in reversed(cfg.variants) if r % 2 else cfg.variants:
                 sample = measure(env, cfg, variant, rate, r, say)
                 samples.append(sample)
                 say(summary_line(sample))
@@ -96,8 +98,12 @@ def measure(
     create_topics(env.bootstrap, {t: env.partitions for t in topics.values()})
     records = int(rate * cfg.seconds)
     background = clickstream(records, cfg.users, cfg.seed + r, clean=True)
-    start = platform_pipeline if variant == "platform" else plain_pipeline
-    with start(env, name, topics, timedelta(seconds=cfg.stale_after_seconds), say) as pipeline:
+    stale_after = timedelta(seconds=cfg.stale_after_seconds)
+    if variant == "platform":
+        started = platform_pipeline(env, name, topics, stale_after, say, dict(cfg.triggers))
+    else:
+        started = plain_pipeline(env, name, topics, stale_after, say)
+    with started as pipeline:
         _warm_up(env, pipeline, topics["clickstream"], f"{name}-warm", say)
         listener = _listen(env, topics["alerts"]) if variant == "platform" else None
         bursts = Bursts(env.bootstrap, topics["clickstream"], prefix=name, every=cfg.burst_every)

@@ -18,7 +18,7 @@ from kafka import KafkaProducer
 from benchmarks.harness.env import Env
 from benchmarks.plain import alerts, dedup
 from platform_pipelines.core.progress_store import ProgressStore
-from platform_pipelines.defs.config import StreamRunConfig
+from platform_pipelines.defs.config import StreamOverride, StreamRunConfig
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.recorder import ProgressRecorder
@@ -86,9 +86,15 @@ class Pipeline:
 
 @contextlib.contextmanager
 def platform_pipeline(
-    env: Env, name: str, topics: Mapping[str, str], stale_after: timedelta, say: Callable
+    env: Env,
+    name: str,
+    topics: Mapping[str, str],
+    stale_after: timedelta,
+    say: Callable,
+    triggers: Mapping[str, int] | None = None,
 ) -> Iterator[Pipeline]:
-    """Every built-in stream, continuously, each with the launch config's defaults."""
+    """Every built-in stream, continuously, each with the launch config's defaults (or the
+    trigger interval ``triggers`` gives it, as a per-stream override in the launchpad would)."""
     lake = env.lakehouse(name)
     cfg = BuiltinSettings(
         clickstream_topic=topics["clickstream"],
@@ -98,7 +104,12 @@ def platform_pipeline(
     )
     registry = builtin_streams(cfg)
     streams = registry.in_dependency_order()
-    launch = StreamRunConfig()
+    launch = StreamRunConfig(
+        streams={
+            stream: StreamOverride(trigger_interval_seconds=seconds)
+            for stream, seconds in (triggers or {}).items()
+        }
+    )
     options = {s.name: launch.run_options(s) for s in streams}
     recorder = ProgressRecorder(
         ProgressStore(lake.root / "progress"),
