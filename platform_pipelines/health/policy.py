@@ -27,8 +27,14 @@ class HealthPolicy:
         behind_ratio: falling behind when the input rate exceeds the processing rate by this
             factor over the window while every batch with input was full.
         min_rate_batches: batches with input needed in the window before rates are compared.
-        lag_warn_records: warn when the stream is this many records behind its input...
+        lag_warn_records: warn when the stream is this many records behind its input, or
+            ``lag_warn_intervals`` times what arrives between two of its commits, whichever is
+            more...
         lag_fail_records: ...and fail from this many.
+        lag_warn_intervals: a stream that keeps up is, just before a commit, behind by what
+            arrived during its trigger interval (or its longest batch, when longer) and the batch
+            itself; a lag up to this many times that is its rhythm, not a backlog (a stream on a
+            60 s trigger at 2,000 rows/s is 120,000 records behind before each batch).
         leak_min_batches: a leak needs this many consecutive batches of state growth with nothing
             removed (fewer is never a leak); it is also the fewest batches a forecast is made on.
             Keep it above the number of batches the state's retention (watermark delay or TTL
@@ -56,6 +62,7 @@ class HealthPolicy:
     min_rate_batches: int = 3
     lag_warn_records: int = 10_000
     lag_fail_records: int = 1_000_000
+    lag_warn_intervals: float = 2.0
     leak_min_batches: int = 5
     state_rows_budget: int | None = 50_000_000
     state_bytes_budget: int | None = 4 * 1024**3

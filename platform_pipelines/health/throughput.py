@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -117,7 +118,8 @@ def judge_falling_behind(
     catching_up = bool(newest) and _catching_up(newest[-1])
     verdicts = [_rate_verdict(rates, policy, catching_up)]
     if lag is not None:
-        verdicts.append(_lag_verdict(lag, policy, catching_up))
+        usual = usual_lag(current[-policy.window_batches :], rates)
+        verdicts.append(_lag_verdict(lag, policy, catching_up, usual))
     return combine(FALLING_BEHIND, verdicts)
 
 
@@ -183,7 +185,33 @@ def _rate_verdict(rates: Rates, policy: HealthPolicy, catching_up: bool = False)
     return passed(FALLING_BEHIND, "no batch with input to judge", evidence)
 
 
-def _lag_verdict(lag: Lag, policy: HealthPolicy, catching_up: bool = False) -> Verdict:
+def usual_lag(window: Sequence[ProgressRecord], rates: Rates) -> int:
+    """How many records a stream that keeps up is behind just before a commit: what arrives at
+    the window's input rate during one trigger interval and during the batch that commits it
+    (1,500 at 100 rows/s on a 10 s trigger with 5 s batches).
+
+    A batch is counted at its median length over the window, and at most the trigger interval:
+    a stream that keeps up finishes a batch within its interval, so batches that grow past it
+    (a backlog building) do not raise what counts as usual. With a trigger of 0 the batches run
+    back to back and the interval is the median batch itself.
+    """
+    lengths = [batch_seconds(progress_of(r)) for r in window]
+    if not lengths:
+        return 0
+    median = statistics.median(lengths)
+    interval = window[-1].trigger_seconds or median
+    return int(rates.input * (interval + min(median, interval)))
+
+
+def rhythm(policy: HealthPolicy, usual: int) -> str:
+    """Why the warn threshold is above ``lag_warn_records``."""
+    times = f"{policy.lag_warn_intervals:g}x" if policy.lag_warn_intervals != 2 else "twice"
+    return f"{times} the {count(usual)} it is behind before each commit when it keeps up"
+
+
+def _lag_verdict(
+    lag: Lag, policy: HealthPolicy, catching_up: bool = False, usual: int = 0
+) -> Verdict:
     if lag.records is None:
         remedy = lag.remedy or (
             f"The stream cannot read its {lag.input}: bring it back, or point "
@@ -205,11 +233,10 @@ def _lag_verdict(lag: Lag, policy: HealthPolicy, catching_up: bool = False) -> V
             remedy,
             evidence,
         )
-    if lag.records > policy.lag_warn_records and not catching_up:
+    warn_above = max(policy.lag_warn_records, int(policy.lag_warn_intervals * usual))
+    if lag.records > warn_above and not catching_up:
+        why = "" if warn_above == policy.lag_warn_records else f": {rhythm(policy, usual)}"
         return warned(
-            FALLING_BEHIND,
-            f"{behind} (warn above {count(policy.lag_warn_records)})",
-            remedy,
-            evidence,
+            FALLING_BEHIND, f"{behind} (warn above {count(warn_above)}{why})", remedy, evidence
         )
     return passed(FALLING_BEHIND, behind, evidence)

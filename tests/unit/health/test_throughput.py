@@ -335,3 +335,81 @@ def test_a_continuous_stream_on_a_zero_trigger_is_judged_on_its_rates_not_taken_
         Status.PASS,
         "catching up at 54.7 rows/s (a catch-up's rates are not judged)",
     )
+
+
+def slow_trigger() -> list[ProgressRecord]:
+    """A stream on a 60 s trigger that keeps up with 2,000 rows/s: 120,000 rows a batch, each
+    processed in 10 s."""
+    return batches(
+        10, every=60.0, trigger=60.0, rows_in=120_000, input_rate=2000.0, processed_rate=12_000.0
+    )
+
+
+@pytest.mark.parametrize("behind", [130_000, 140_000, 280_000])
+def test_a_lag_within_twice_a_slow_triggers_rhythm_passes(behind: int):
+    """Just before a commit it is behind by 70 s of input (the 60 s interval and the 10 s
+    batch): 140,000 records; up to twice that is its rhythm, not a backlog."""
+    verdict = judge_falling_behind(slow_trigger(), Lag(TOPIC, behind))
+
+    assert verdict.status is Status.PASS
+    assert verdict.summary.endswith(f"{behind:,} records behind its Kafka topic clicks")
+
+
+def test_a_lag_beyond_twice_a_slow_triggers_rhythm_warns_and_says_why():
+    verdict = judge_falling_behind(slow_trigger(), Lag(TOPIC, 280_001))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
+        "280,001 records behind its Kafka topic clicks (warn above 280,000: twice the 140,000 "
+        "it is behind before each commit when it keeps up)",
+        LAG_REMEDY,
+    )
+
+
+def test_the_rhythm_factor_comes_from_the_policy():
+    policy = HealthPolicy(lag_warn_intervals=1.5)
+
+    verdict = judge_falling_behind(slow_trigger(), Lag(TOPIC, 210_001), policy)
+
+    assert verdict.summary == (
+        "210,001 records behind its Kafka topic clicks (warn above 210,000: 1.5x the 140,000 "
+        "it is behind before each commit when it keeps up)"
+    )
+
+
+def test_a_fast_stream_keeps_the_fixed_warn_threshold():
+    """100 rows/s on a 10 s trigger is behind by 1,500 before a commit: 10,000 still rules."""
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, 10_001))
+
+    assert verdict.summary == "10,001 records behind its Kafka topic clicks (warn above 10,000)"
+
+
+def test_a_back_to_back_streams_rhythm_is_its_median_batch():
+    """Trigger 0 at 2,000 rows/s in 5 s batches: behind by 20,000 before each commit."""
+    back_to_back = batches(
+        10, every=5.0, trigger=0.0, rows_in=10_000, input_rate=2000.0, processed_rate=2000.0
+    )
+    records = [replace(r, phase="continuous") for r in back_to_back]
+
+    calm = judge_falling_behind(records, Lag(TOPIC, 30_000))
+    far = judge_falling_behind(records, Lag(TOPIC, 40_001))
+
+    assert calm.status is Status.PASS
+    assert (far.status, far.summary) == (
+        Status.WARN,
+        "40,001 records behind its Kafka topic clicks (warn above 40,000: twice the 20,000 it "
+        "is behind before each commit when it keeps up)",
+    )
+
+
+def test_batches_outgrowing_their_trigger_do_not_raise_the_warn_threshold():
+    """A 10 s trigger at 2,000 rows/s whose batches grew to 30 s: counted as 10 s batches, so a
+    backlog of 80,001 warns (twice 2,000 x (10 + 10))."""
+    records = batches(
+        10, every=30.0, trigger=10.0, rows_in=60_000, input_rate=2000.0, processed_rate=2000.0
+    )
+
+    verdict = judge_falling_behind(records, Lag(TOPIC, 80_001))
+
+    assert verdict.status is Status.WARN
+    assert "(warn above 80,000: twice the 40,000" in verdict.summary
