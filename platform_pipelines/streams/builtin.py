@@ -62,8 +62,13 @@ class BuiltinSettings:
 
 
 # The streams whose rows people wait for run their next batch as soon as the last one ended and
-# new input is there; the others keep the declared default (10 s).
+# new input is there. The clickstream's bronze and the sessions (closed after 30 min of
+# inactivity) run once a minute: at 2,000 events/s on 2 cores that took an alert from 8.2-9.0 s
+# to 5.6 s (p50) and a row of `events` from 9.8-10.4 s to 5.6 s, because the two streams' fixed
+# cost per batch no longer holds the cores every 10 s (docs/benchmarks/latency.md). The
+# heartbeats' bronze keeps 10 s: service_status reads it to tell a stale service.
 AS_SOON_AS_INPUT = timedelta(0)
+NOT_WAITED_ON = timedelta(minutes=1)
 Transform = Callable[[DataFrame], DataFrame]
 
 
@@ -75,6 +80,7 @@ def clickstream_source(topic: str) -> KafkaSource:
         allowed_values={"event_type": EVENT_TYPES},
         expectations={"amount_in_range": "amount IS NULL OR (amount >= 0 AND amount <= 1000000)"},
         raw_table="clickstream_raw",
+        bronze_trigger=NOT_WAITED_ON,
         description=(
             "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, page, "
             "amount, event_time), keyed by user_id. Written by the synthetic producer "
@@ -158,6 +164,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             source=TableSource("events"),
             key="user_id",
             transform=lambda events: sessionize(events, gap=gap),
+            trigger=NOT_WAITED_ON,
             output_schema=fields_of(SESSION_SCHEMA),
             unique_key="session_id",
             watermark=cfg.session_watermark,

@@ -108,13 +108,16 @@ class IngestStream:
 
     source: KafkaSource
     layer: str = "bronze"
-    trigger: timedelta = timedelta(seconds=10)
     watermark: timedelta | None = None
     processing_time_timers: bool = False
 
     @property
     def name(self) -> str:
         return self.source.table
+
+    @property
+    def trigger(self) -> timedelta:
+        return self.source.bronze_trigger
 
     @property
     def table(self) -> str:

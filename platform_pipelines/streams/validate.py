@@ -63,6 +63,11 @@ def source_problems(
         problems.append(problem)
     problems += _columns_problems("source.schema", source.schema)
     problems += _type_problems("source.schema", source.schema)
+    if source.bronze_trigger.total_seconds() < 0:
+        problems.append(
+            "source.bronze_trigger: must not be negative; e.g. timedelta(seconds=10), or "
+            "timedelta(0) for bronze's next batch as soon as the last one ends."
+        )
     for name in [*source.required, *source.allowed_values]:
         if name not in source.schema:
             problems.append(f"source: {name!r} is not in source.schema; add it or remove it.")

@@ -148,7 +148,12 @@ def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger()
     assert {n: o.processing_time for n, o in options.items() if n in waited_for} == dict.fromkeys(
         waited_for, "0 seconds"
     )
-    assert options["user_sessions"].processing_time == "10 seconds"
+    # the clickstream's bronze and the sessions, which nobody waits on, run once a minute
+    not_waited_on = {"clickstream_raw", "user_sessions"}
+    assert {
+        n: o.processing_time for n, o in options.items() if n in not_waited_on
+    } == dict.fromkeys(not_waited_on, "60 seconds")
+    assert options["service_heartbeats_raw"].processing_time == "10 seconds"
 
 
 def test_per_stream_settings_override_the_job_and_can_disable_a_stream():

@@ -168,3 +168,19 @@ def test_a_trigger_of_zero_runs_batches_back_to_back_and_a_negative_one_is_refus
         "trigger: must not be negative; e.g. timedelta(seconds=10), or timedelta(0) for the next "
         "batch as soon as the last one ends and input is there."
     ]
+
+
+def test_a_sources_bronze_trigger_is_its_bronze_streams_and_a_negative_one_is_refused():
+    registry = builtin_streams()
+    # nothing waits on the clickstream's bronze (events and security_alerts read the topic)
+    assert registry.get("clickstream_raw").trigger == timedelta(seconds=60)
+    assert registry.get("service_heartbeats_raw").trigger == timedelta(seconds=10)
+    source = EXAMPLE.source
+    assert isinstance(source, KafkaSource)
+    declare_stream(registry, replace(EXAMPLE, source=replace(source, bronze_trigger=timedelta(0))))
+    assert registry.get(source.table).trigger == timedelta(0)
+    backwards = replace(source, topic="other_events", bronze_trigger=timedelta(seconds=-1))
+    assert problems_of(replace(EXAMPLE, name="other", source=backwards)) == [
+        "source.bronze_trigger: must not be negative; e.g. timedelta(seconds=10), or "
+        "timedelta(0) for bronze's next batch as soon as the last one ends."
+    ]
