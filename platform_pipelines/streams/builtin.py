@@ -30,7 +30,7 @@ from platform_pipelines.events import (
     HEARTBEATS_TOPIC,
 )
 from platform_pipelines.state.alerts import ALERT_FIELDS, LOGIN_FAILED, LOGIN_SUCCESS, AlertConfig
-from platform_pipelines.state.status import STATUS_FIELDS, ServiceStatus, StatusConfig
+from platform_pipelines.state.status import STATUS_FIELDS, StatusConfig
 from platform_pipelines.streams.alerts import ALERTS_STATE_FORMAT, failed_login_alerts
 from platform_pipelines.streams.declare import (
     InitialState,
@@ -41,6 +41,7 @@ from platform_pipelines.streams.declare import (
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from platform_pipelines.streams.schemas import EVENTS, fields_of
 from platform_pipelines.streams.sessions import SESSION_SCHEMA, SESSIONS_STATE_FORMAT, sessionize
+from platform_pipelines.streams.status import STATUS_STATE_FORMAT, service_statuses
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
 
@@ -141,6 +142,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
     cfg = cfg or BuiltinSettings()
     gap = cfg.session_gap
     alerts_source, alerts_reads, alerts_transform = _alerts_input(cfg)
+    status = StatusConfig(stale_after_ms=cfg.stale_after // MS)
     return [
         StatefulStream(
             name="events",
@@ -198,12 +200,13 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             "its first heartbeat after that. A new checkpoint starts from the table's last status.",
             source=heartbeats_source(cfg.heartbeats_topic),
             key="service",
-            logic=ServiceStatus(StatusConfig(stale_after_ms=cfg.stale_after // MS)),
+            transform=lambda beats, seed: service_statuses(beats, status, seed),
             output_schema=STATUS_FIELDS,
             timeout="processing_time",
             initial_state=InitialState(
                 "service_status", latest_by=("last_heartbeat_time", "changed_at")
             ),
+            state_format=STATUS_STATE_FORMAT,
         ),
     ]
 

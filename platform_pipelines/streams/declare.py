@@ -171,6 +171,8 @@ class StatefulStream:
             column ``_wm_time`` (the event time, capped at the batch's processing time so that
             no event can move the watermark ahead of the clock): keep it in the columns the
             stateful operator sees.
+            With ``initial_state``, it is called with a second argument: the seed rows on a
+            new checkpoint (the latest row per key), else None.
         output_mode: ``append`` (emitted rows are final) or ``update`` (one row per key, upserted).
         event_time: the source's event-time column.
         watermark: how late an event may arrive; needed for event-time timeouts and bounded
@@ -206,7 +208,7 @@ class StatefulStream:
     output_schema: FieldTypes
     reads: Literal["bronze", "kafka"] = "bronze"
     logic: KeyedLogic | None = None
-    transform: Callable[[DataFrame], DataFrame] | None = None
+    transform: Callable[..., DataFrame] | None = None
     output_mode: Literal["append", "update"] = "append"
     event_time: str = "event_time"
     watermark: timedelta | None = None

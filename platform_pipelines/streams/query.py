@@ -157,6 +157,8 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
 
 def _apply_logic(ctx: StreamContext, stream: StatefulStream, source: DataFrame) -> DataFrame:
     if stream.transform is not None:
+        if stream.initial_state is not None:  # seeded: the seed rows, or None
+            return stream.transform(source, _initial_state(ctx.spark, ctx.lakehouse, stream))
         return stream.transform(source)
     assert stream.logic is not None  # validated
     return apply_keyed_logic(

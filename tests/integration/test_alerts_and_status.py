@@ -1,4 +1,4 @@
-"""security_alerts and service_status on real Kafka, Spark (transformWithState) and Delta."""
+"""security_alerts and service_status on real Kafka, Spark (their JVM operators) and Delta."""
 
 from __future__ import annotations
 

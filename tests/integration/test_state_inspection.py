@@ -257,11 +257,12 @@ def test_service_status_state_shows_the_status_and_its_processing_time_timer(lak
 
     report = show(lake, "service_status", "--key", "svc-a")
 
-    assert report["time_mode"] == "ProcessingTime"
+    # The built-in status runs on flatMapGroupsWithState: the groupState, its timeout the timer
+    assert (report["parts"], report["time_mode"]) == (["flatMapGroupsWithState"], "ProcessingTime")
     assert report["shown"] == [
         {
             "key": "svc-a",
-            "bytes": 5 + len(encode(status, timer)) + 8,
+            "bytes": 5 + len(spark_json(status)) + 8,
             "timers_ms": [timer],
             "timers": [iso(from_ms(timer))],
             "value": status,
