@@ -41,6 +41,7 @@ from platform_pipelines.streams.declare import (
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from platform_pipelines.streams.schemas import EVENTS, fields_of
 from platform_pipelines.streams.sessions import SESSION_SCHEMA, SESSIONS_STATE_FORMAT, sessionize
+from platform_pipelines.streams.sources import DEFAULT_BRONZE_TRIGGER
 from platform_pipelines.streams.status import STATUS_STATE_FORMAT, service_statuses
 from platform_pipelines.streams.watermark import WATERMARK_COLUMN
 
@@ -73,7 +74,7 @@ NOT_WAITED_ON = timedelta(minutes=1)
 Transform = Callable[[DataFrame], DataFrame]
 
 
-def clickstream_source(topic: str) -> KafkaSource:
+def clickstream_source(topic: str, bronze_trigger: timedelta = NOT_WAITED_ON) -> KafkaSource:
     return KafkaSource(
         topic=topic,
         schema=CLICKSTREAM_FIELDS,
@@ -81,7 +82,7 @@ def clickstream_source(topic: str) -> KafkaSource:
         allowed_values={"event_type": EVENT_TYPES},
         expectations={"amount_in_range": "amount IS NULL OR (amount >= 0 AND amount <= 1000000)"},
         raw_table="clickstream_raw",
-        bronze_trigger=NOT_WAITED_ON,
+        bronze_trigger=bronze_trigger,
         description=(
             "Kafka topic of clickstream events as JSON (event_id, user_id, event_type, page, "
             "amount, event_time), keyed by user_id. Written by the synthetic producer "
@@ -116,7 +117,7 @@ def _alerts_input(cfg: BuiltinSettings) -> AlertsInput:
     alerts = AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
     if cfg.alerts_reads == "kafka":
         return (
-            clickstream_source(cfg.clickstream_topic),
+            clickstream_source(cfg.clickstream_topic, _clickstream_bronze_trigger(cfg)),
             "kafka",
             lambda events: failed_login_alerts(deduplicate(logins(events)), alerts),
         )
@@ -125,6 +126,13 @@ def _alerts_input(cfg: BuiltinSettings) -> AlertsInput:
         "bronze",
         lambda events: failed_login_alerts(logins(events), alerts),
     )
+
+
+def _clickstream_bronze_trigger(cfg: BuiltinSettings) -> timedelta:
+    """Once a minute when ``events`` reads the topic itself (nothing waits on bronze then), the
+    declared default when it reads bronze (``events_reads="bronze"``): every row of ``events``,
+    and with ``alerts_reads="bronze"`` every alert, waits for bronze's commit."""
+    return NOT_WAITED_ON if cfg.events_reads == "kafka" else DEFAULT_BRONZE_TRIGGER
 
 
 def logins(events: DataFrame) -> DataFrame:
@@ -149,7 +157,7 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             trigger=AS_SOON_AS_INPUT,
             description="Silver: clickstream events with duplicates removed by event_id within a "
             f"{cfg.dedup_watermark} event-time watermark (bounded state).",
-            source=clickstream_source(cfg.clickstream_topic),
+            source=clickstream_source(cfg.clickstream_topic, _clickstream_bronze_trigger(cfg)),
             reads=cfg.events_reads,
             key="event_id",
             transform=deduplicate,

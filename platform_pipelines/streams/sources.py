@@ -16,6 +16,9 @@ FieldTypes = Mapping[str, str]
 MIN_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # KafkaSource's default floor
 
 
+DEFAULT_BRONZE_TRIGGER = timedelta(seconds=10)
+
+
 @dataclass(frozen=True)
 class KafkaSource:
     """A Kafka topic of JSON objects, and what a record must satisfy to enter the platform.
@@ -45,7 +48,9 @@ class KafkaSource:
         bronze_trigger: how often the bronze stream runs in continuous mode (default 10 s).
             Nothing waits on bronze when the streams read the topic themselves
             (``reads="kafka"``): a longer interval then costs the cores less per record and
-            leaves them to the streams people wait for (the built-in clickstream: 60 s).
+            leaves them to the streams people wait for (the built-in clickstream: 60 s, unless
+            ``events`` reads bronze). Bronze is declared once per topic, with the first
+            declaring stream's source.
     """
 
     topic: str
@@ -59,7 +64,7 @@ class KafkaSource:
     max_record_bytes: int = 256 * 1024
     description: str = ""
     raw_table: str | None = None
-    bronze_trigger: timedelta = timedelta(seconds=10)
+    bronze_trigger: timedelta = DEFAULT_BRONZE_TRIGGER
 
     @property
     def table(self) -> str:

@@ -7,8 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from platform_pipelines.streams.builtin import builtin_streams
-from platform_pipelines.streams.declare import KafkaSource, StatefulStream, TableSource
+from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
+from platform_pipelines.streams.declare import (
+    InitialState,
+    KafkaSource,
+    StatefulStream,
+    TableSource,
+)
 from platform_pipelines.streams.registry import declare_stream
 from platform_pipelines.streams.validate import DeclarationError
 from user_streams.running_count import STREAMS, RunningCount
@@ -175,6 +180,9 @@ def test_a_sources_bronze_trigger_is_its_bronze_streams_and_a_negative_one_is_re
     # nothing waits on the clickstream's bronze (events and security_alerts read the topic)
     assert registry.get("clickstream_raw").trigger == timedelta(seconds=60)
     assert registry.get("service_heartbeats_raw").trigger == timedelta(seconds=10)
+    # ... unless events reads bronze: then every row of events waits for it
+    on_bronze = builtin_streams(BuiltinSettings(events_reads="bronze"))
+    assert on_bronze.get("clickstream_raw").trigger == timedelta(seconds=10)
     source = EXAMPLE.source
     assert isinstance(source, KafkaSource)
     declare_stream(registry, replace(EXAMPLE, source=replace(source, bronze_trigger=timedelta(0))))
@@ -184,3 +192,21 @@ def test_a_sources_bronze_trigger_is_its_bronze_streams_and_a_negative_one_is_re
         "source.bronze_trigger: must not be negative; e.g. timedelta(seconds=10), or "
         "timedelta(0) for bronze's next batch as soon as the last one ends."
     ]
+
+
+def test_a_seeded_transform_must_take_the_seed_rows():
+    seeded = replace(
+        EXAMPLE,
+        name="seeded",
+        logic=None,
+        transform=lambda source: source,
+        initial_state=InitialState("seeded", latest_by=("last_seen",)),
+    )
+    assert problems_of(seeded) == [
+        "initial_state: the transform takes one argument, and with initial_state it is called "
+        "with the seed rows as a second one (None once the checkpoint has state); give it one, "
+        "e.g. lambda source, seed: ..., or remove initial_state."
+    ]
+    registry = builtin_streams()
+    declare_stream(registry, replace(seeded, transform=lambda source, seed: source))
+    assert registry.get("seeded").initial_state is not None
