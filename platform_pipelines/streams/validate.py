@@ -5,8 +5,9 @@ Every problem names the field and the fix; all problems are reported at once.
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pyspark.sql.types import StructType, TimestampType
 
@@ -199,7 +200,25 @@ def _time_problems(stream: StatefulStream) -> list[str]:
             "initial_state: the logic has no initial_state(key, row) to seed from it; "
             "add one, or remove initial_state."
         )
+    transform, seeded = stream.transform, stream.initial_state is not None
+    if seeded and transform is not None and not _takes_two(transform):
+        problems.append(
+            "initial_state: the transform takes one argument, and with initial_state it "
+            "is called with the seed rows as a second one (None once the checkpoint has "
+            "state); give it one, e.g. lambda source, seed: ..., or remove initial_state."
+        )
     return problems
+
+
+def _takes_two(function: Callable[..., object]) -> bool:
+    """Can ``function`` be called with two positional arguments?"""
+    try:
+        inspect.signature(function).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): let the call say
+        return True
+    return True
 
 
 def _column_problems(stream: StatefulStream, columns: StructType) -> list[str]:
