@@ -30,11 +30,14 @@ class HealthPolicy:
         lag_warn_records: warn when the stream is this many records behind its input, or
             ``lag_warn_intervals`` times what arrives between two of its commits, whichever is
             more...
-        lag_fail_records: ...and fail from this many.
+        lag_fail_records: ...and fail from this many, or twice the warn threshold when that is
+            more.
         lag_warn_intervals: a stream that keeps up is, just before a commit, behind by what
             arrived during its trigger interval (or its longest batch, when longer) and the batch
             itself; a lag up to this many times that is its rhythm, not a backlog (a stream on a
-            60 s trigger at 2,000 rows/s is 120,000 records behind before each batch).
+            60 s trigger at 2,000 rows/s is 120,000 records behind before each batch); 0 for
+            fixed thresholds. Before a query on a trigger has a batch with an input rate, a
+            lag above ``lag_warn_records`` is not warned unless a batch outlasted the trigger.
         leak_min_batches: a leak needs this many consecutive batches of state growth with nothing
             removed (fewer is never a leak); it is also the fewest batches a forecast is made on.
             Keep it above the number of batches the state's retention (watermark delay or TTL

@@ -118,8 +118,10 @@ def judge_falling_behind(
     catching_up = bool(newest) and _catching_up(newest[-1])
     verdicts = [_rate_verdict(rates, policy, catching_up)]
     if lag is not None:
-        usual = usual_lag(current[-policy.window_batches :], rates)
-        verdicts.append(_lag_verdict(lag, policy, catching_up, usual))
+        window = current[-policy.window_batches :]
+        trigger = newest[-1].trigger_seconds if newest else 0.0
+        rhythm = Rhythm(usual_lag(window, rates), _rhythm_known(window, rates, trigger))
+        verdicts.append(_lag_verdict(lag, policy, catching_up, rhythm))
     return combine(FALLING_BEHIND, verdicts)
 
 
@@ -203,14 +205,45 @@ def usual_lag(window: Sequence[ProgressRecord], rates: Rates) -> int:
     return int(rates.input * (interval + min(median, interval)))
 
 
-def rhythm(policy: HealthPolicy, usual: int) -> str:
-    """Why the warn threshold is above ``lag_warn_records``."""
-    times = f"{policy.lag_warn_intervals:g}x" if policy.lag_warn_intervals != 2 else "twice"
-    return f"{times} the {count(usual)} it is behind before each commit when it keeps up"
+def _rhythm_known(window: Sequence[ProgressRecord], rates: Rates, trigger: float) -> bool:
+    """Is the lag a stream usually has known? Not while a query on a trigger has no batch with
+    an input rate (Spark reports none for a query's first batch), unless a batch outlasted the
+    trigger: the lag it builds meanwhile (a minute of input on a 60 s trigger) is then not yet
+    known to be its rhythm, while a batch longer than its trigger already says it lags."""
+    if rates.batches or trigger == 0:
+        return True
+    return any(batch_seconds(progress_of(r)) > trigger for r in window)
+
+
+@dataclass(frozen=True)
+class Rhythm:
+    """How far behind the stream usually is just before a commit (``usual_lag``), and whether
+    that is known yet (not before a trigger's first batch with an input rate)."""
+
+    usual: int = 0
+    known: bool = True
+
+    def warn_above(self, policy: HealthPolicy) -> int:
+        return max(policy.lag_warn_records, int(policy.lag_warn_intervals * self.usual))
+
+    def fail_above(self, policy: HealthPolicy) -> int:
+        """``lag_fail_records``, or twice the warn threshold when that is more: a stream that
+        keeps up at a high rate on a long trigger is not failed before every commit."""
+        return max(policy.lag_fail_records, 2 * self.warn_above(policy))
+
+    def why(self, policy: HealthPolicy, above: int, base: int) -> str:
+        """Why a threshold is ``above`` rather than the policy's ``base``."""
+        if above == base:
+            return ""
+        times = f"{policy.lag_warn_intervals:g}x" if policy.lag_warn_intervals != 2 else "twice"
+        usual = f"{times} the {count(self.usual)} it is behind before each commit when it keeps up"
+        if above == self.warn_above(policy):
+            return f": {usual}"
+        return f": twice the warning threshold, {usual}"
 
 
 def _lag_verdict(
-    lag: Lag, policy: HealthPolicy, catching_up: bool = False, usual: int = 0
+    lag: Lag, policy: HealthPolicy, catching_up: bool = False, rhythm: Rhythm = Rhythm()
 ) -> Verdict:
     if lag.records is None:
         remedy = lag.remedy or (
@@ -226,16 +259,21 @@ def _lag_verdict(
         "The stream cannot keep up with its input: give it capacity (more cores or executors: "
         "PLATFORM_SPARK_MASTER) or cut its work per row; a lag that shrinks again needs nothing."
     )
-    if lag.records > policy.lag_fail_records:
+    fail_above = rhythm.fail_above(policy)
+    if lag.records > fail_above:
+        why = rhythm.why(policy, fail_above, policy.lag_fail_records)
         return failed(
-            FALLING_BEHIND,
-            f"{behind} (fail above {count(policy.lag_fail_records)})",
-            remedy,
-            evidence,
+            FALLING_BEHIND, f"{behind} (fail above {count(fail_above)}{why})", remedy, evidence
         )
-    warn_above = max(policy.lag_warn_records, int(policy.lag_warn_intervals * usual))
+    warn_above = rhythm.warn_above(policy)
     if lag.records > warn_above and not catching_up:
-        why = "" if warn_above == policy.lag_warn_records else f": {rhythm(policy, usual)}"
+        if not rhythm.known:
+            return passed(
+                FALLING_BEHIND,
+                f"{behind} (warned from its second batch with input, once its rhythm is known)",
+                evidence,
+            )
+        why = rhythm.why(policy, warn_above, policy.lag_warn_records)
         return warned(
             FALLING_BEHIND, f"{behind} (warn above {count(warn_above)}{why})", remedy, evidence
         )

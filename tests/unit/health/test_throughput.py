@@ -77,7 +77,8 @@ def test_a_lag_above_the_warn_threshold_warns_and_above_the_fail_threshold_fails
 
 
 def test_the_lag_thresholds_come_from_the_policy():
-    policy = HealthPolicy(lag_warn_records=10, lag_fail_records=100)
+    # no allowance for the stream's rhythm: the thresholds are the policy's numbers
+    policy = HealthPolicy(lag_warn_records=10, lag_fail_records=100, lag_warn_intervals=0)
 
     verdict = judge_falling_behind(batches(10), Lag(TOPIC, 101), policy)
 
@@ -413,3 +414,49 @@ def test_batches_outgrowing_their_trigger_do_not_raise_the_warn_threshold():
 
     assert verdict.status is Status.WARN
     assert "(warn above 80,000: twice the 40,000" in verdict.summary
+
+
+def first_batch(seconds: float) -> list[ProgressRecord]:
+    """The first batch of a continuous query on a 60 s trigger: Spark reports no input rate."""
+    rows = int(seconds * 1000)
+    only = batches(1, trigger=60.0, rows_in=rows, input_rate=0.0, processed_rate=1000.0)
+    return [replace(r, phase="continuous") for r in only]
+
+
+def test_before_a_triggers_rhythm_is_known_its_lag_is_not_warned():
+    """In the minute after a start, a 60 s stream builds a minute of input before its second
+    batch: not a backlog, but nothing says so yet."""
+    verdict = judge_falling_behind(first_batch(5), Lag(TOPIC, 120_000))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "no batch with input to judge; 120,000 records behind its Kafka topic clicks (warned "
+        "from its second batch with input, once its rhythm is known)",
+    )
+
+
+def test_a_first_batch_that_outlasts_its_trigger_already_says_it_lags():
+    verdict = judge_falling_behind(first_batch(61), Lag(TOPIC, 120_000))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.WARN,
+        "120,000 records behind its Kafka topic clicks (warn above 10,000)",
+    )
+
+
+def test_a_fast_stream_on_a_long_trigger_is_not_failed_before_every_commit():
+    """12,000 rows/s on a 60 s trigger with 10 s batches: 840,000 behind before each commit, so
+    it warns above 1,680,000 and fails above twice that, not at the fixed 1,000,000."""
+    records = batches(
+        10, every=60.0, trigger=60.0, rows_in=720_000, input_rate=12_000.0, processed_rate=72_000.0
+    )
+
+    calm = judge_falling_behind(records, Lag(TOPIC, 1_500_000))
+    far = judge_falling_behind(records, Lag(TOPIC, 3_360_001))
+
+    assert calm.status is Status.PASS
+    assert (far.status, far.summary) == (
+        Status.FAIL,
+        "3,360,001 records behind its Kafka topic clicks (fail above 3,360,000: twice the "
+        "warning threshold, twice the 840,000 it is behind before each commit when it keeps up)",
+    )
