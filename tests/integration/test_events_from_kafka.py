@@ -91,6 +91,9 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
         "rows_quarantined": 2,
     }
     assert sorted(r["raw_value"] for r in table(spark, lake, "quarantine")) == ["oops", "{}"]
+    # Each batch's rows, spread over the four state partitions, land in one file.
+    files = written_files(spark, lake, "events")
+    assert files == [1] * len(files)
     verdicts = {
         n: no_silent_loss(spark, lake, registry.get(n)) for n in ("clickstream_raw", "events")
     }
@@ -99,6 +102,16 @@ def test_events_read_from_kafka_over_many_batches_balance_with_bronze_beside_the
         "events": "34 in = 30 out + 0 late + 2 quarantined + 2 duplicates removed",
     }
     assert all(v.passed for v in verdicts.values())
+
+
+def written_files(spark, lake: Lakehouse, name: str) -> list[int]:
+    """The files each batch's write added to a table, oldest first."""
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, str(lake.table(name))).history()
+    writes = history.where("operation = 'WRITE'").orderBy("version").collect()
+    assert len(writes) >= 6
+    return [int(w["operationMetrics"]["numFiles"]) for w in writes]
 
 
 @pytest.mark.parametrize("counts", ["observed", "missing"])
