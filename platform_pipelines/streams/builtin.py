@@ -111,15 +111,15 @@ AlertsInput = tuple[KafkaSource | TableSource, Literal["bronze", "kafka"], Trans
 
 
 def _alerts_input(cfg: BuiltinSettings) -> AlertsInput:
-    """Where security_alerts reads (source, reads, transform): the topic itself (parsed, checked
-    and deduplicated in the alerts' own query: one query between a failed login and its alert),
-    or silver events."""
+    """Where security_alerts reads (source, reads, transform): the topic itself (parsed and
+    checked in the alerts' own query: one query between a failed login and its alert; the alert
+    operator drops copies of an event itself), or silver events."""
     alerts = AlertConfig(threshold=cfg.alert_threshold, window_ms=cfg.alert_window // MS)
     if cfg.alerts_reads == "kafka":
         return (
             clickstream_source(cfg.clickstream_topic, _clickstream_bronze_trigger(cfg)),
             "kafka",
-            lambda events: failed_login_alerts(deduplicate(logins(events)), alerts),
+            lambda events: failed_login_alerts(logins(events), alerts),
         )
     return (
         TableSource("events"),
@@ -138,10 +138,11 @@ def _clickstream_bronze_trigger(cfg: BuiltinSettings) -> timedelta:
 def logins(events: DataFrame) -> DataFrame:
     """The events the alert rule reads (it ignores every other type: ``state.alerts``).
 
-    Applied after the watermark (which still sees every event) and before deduplication, so the
-    deduplication's state holds the ids of login events only, not of the whole clickstream (at
-    the synthetic mix, about a tenth of it). The rows it leaves out are counted in the ledger
-    as read (``rows_in``) and, behind the watermark, still kept in ``late_events``."""
+    Applied after the watermark (which still sees every event) and before the shuffle to the
+    alert operator, whose state remembers the ids of login events only (for its deduplication),
+    not of the whole clickstream (at the synthetic mix, about a tenth of it). The rows it leaves
+    out are counted in the ledger as read (``rows_in``) and, behind the watermark, still kept in
+    ``late_events``."""
     return events.where(F.col("event_type").isin(LOGIN_FAILED, LOGIN_SUCCESS))
 
 
@@ -198,7 +199,8 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
             publish_topic=cfg.alerts_topic,
             watermark=cfg.session_watermark,
             timeout="event_time",
-            key_lifetime=cfg.alert_window,  # failures expire a window after the newest one
+            # failures expire a window after the newest one, login ids as the watermark passes
+            key_lifetime=cfg.alert_window,
             state_format=ALERTS_STATE_FORMAT,
         ),
         StatefulStream(

@@ -230,7 +230,9 @@ def test_a_closed_session_has_no_state_and_the_table_says_so(lake):
 
 
 def test_security_alerts_state_keeps_failures_in_the_window_until_newest_plus_window(lake):
-    failures = {"failures_ms": [ms(101), ms(102), ms(103)]}
+    logins = [{"event_id": f"f{m}", "event_time_ms": ms(m)} for m in (101, 102, 103)]
+    # the ids, for the alerts' own deduplication, until the watermark passes their times
+    failures = {"failures_ms": [ms(101), ms(102), ms(103)], "seen": logins}
 
     report = show(lake, "security_alerts", "--top", "5")
 

@@ -1,5 +1,6 @@
 """The built-in alerts' Java port (``jvm/alerts``) against the Python rules it ports
-(``state/alerts.py`` run by the keyed-logic adapter), on Spark, over the same hostile input."""
+(``state/alerts.py`` run by the keyed-logic adapter), on Spark, over the same hostile input; and
+its own deduplication against Spark's ``dropDuplicatesWithinWatermark`` in front of the rules."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from platform_pipelines.state.alerts import AlertConfig, FailedLoginAlerts
 from platform_pipelines.streams.alerts import failed_login_alerts
-from platform_pipelines.streams.builtin import builtin_streams
+from platform_pipelines.streams.builtin import builtin_streams, deduplicate
 from platform_pipelines.streams.keyed import apply_keyed_logic
 from platform_pipelines.streams.schemas import CLICKSTREAM
 from platform_pipelines.streams.watermark import with_watermark
@@ -59,6 +60,19 @@ def hostile_batches(seed: int, users: int = 8, batches: int = 3, per_batch: int 
     return out
 
 
+def with_copies(batches: list, seed: int) -> list:
+    """``batches`` with exact copies of about one event in six (a producer's retries): in the
+    same batch, in the next one, or two batches later (by then some are behind the watermark)."""
+    rng = random.Random(seed)
+    out = [list(rows) for rows in batches]
+    for b, rows in enumerate(batches):
+        for row in rows:
+            if rng.random() < 1 / 6:
+                later = min(b + rng.choice([0, 0, 1, 2]), len(batches) - 1)
+                out[later].insert(rng.randrange(len(out[later]) + 1), dict(row))
+    return out
+
+
 def run(spark: SparkSession, root: Path, alerts_of, batches: list) -> list[tuple]:
     """Feed ``batches`` one file per micro-batch through ``alerts_of``; the table's rows."""
     source = root / "events"
@@ -85,22 +99,23 @@ def run(spark: SparkSession, root: Path, alerts_of, batches: list) -> list[tuple
     return sorted(tuple(r) for r in spark.read.format("delta").load(str(root / "alerts")).collect())
 
 
+def python(events: DataFrame) -> DataFrame:
+    """The Python rules on Spark (the keyed-logic adapter), with the built-in stream's output."""
+    return apply_keyed_logic(
+        events,
+        ("user_id",),
+        FailedLoginAlerts(CONFIG),
+        builtin_streams().get("security_alerts").output,
+        "append",
+        "EventTime",
+        "event_time",
+    )
+
+
 def test_the_jvm_port_raises_exactly_the_python_rules_alerts_on_hostile_input(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    output = builtin_streams().get("security_alerts").output
     batches = hostile_batches(seed=11)
-
-    def python(events: DataFrame) -> DataFrame:
-        return apply_keyed_logic(
-            events,
-            ("user_id",),
-            FailedLoginAlerts(CONFIG),
-            output,
-            "append",
-            "EventTime",
-            "event_time",
-        )
 
     jvm = run(spark, tmp_path / "jvm", lambda events: failed_login_alerts(events, CONFIG), batches)
     expected = run(spark, tmp_path / "python", python, batches)
@@ -109,3 +124,17 @@ def test_the_jvm_port_raises_exactly_the_python_rules_alerts_on_hostile_input(
     assert {r[4] for r in jvm} == {3}  # each at the threshold, then the count starts again
     assert len({r[1] for r in jvm}) >= 5
     assert jvm == expected
+
+
+def test_copies_of_an_event_count_once_as_behind_sparks_own_deduplication(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    batches = with_copies(hostile_batches(seed=23), seed=5)
+
+    jvm = run(spark, tmp_path / "jvm", lambda events: failed_login_alerts(events, CONFIG), batches)
+    expected = run(spark, tmp_path / "deduplicated", lambda e: python(deduplicate(e)), batches)
+    counted_twice = run(spark, tmp_path / "not-deduplicated", python, batches)
+
+    assert len(jvm) > 20
+    assert jvm == expected
+    assert counted_twice != expected  # the copies would have raised other alerts
