@@ -73,6 +73,17 @@ def test_the_driver_listens_on_loopback_and_the_ui_cannot_kill_jobs_by_default()
     assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
 
 
+def test_checkpoints_are_written_without_a_readlink_process_per_rename(monkeypatch):
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    conf = spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+    assert conf[key].endswith(".checkpointing.FileSystemBasedCheckpointFileManager")
+
+    # A deployment on another store may want Spark's default back.
+    other = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+    monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", f'{{"{key}": "{other}"}}')
+    assert spark_conf(SparkOptions.from_settings(PlatformSettings()), [])[key] == other
+
+
 def test_a_cluster_deployment_binds_everywhere_and_advertises_its_host(monkeypatch):
     monkeypatch.setenv("PLATFORM_SPARK_BIND_ADDRESS", "0.0.0.0")
     monkeypatch.setenv("PLATFORM_SPARK_DRIVER_HOST", "driver.internal")
