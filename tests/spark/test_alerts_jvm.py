@@ -138,3 +138,27 @@ def test_copies_of_an_event_count_once_as_behind_sparks_own_deduplication(
     assert len(jvm) > 20
     assert jvm == expected
     assert counted_twice != expected  # the copies would have raised other alerts
+
+
+def test_a_copy_within_the_watermarks_millisecond_is_still_a_copy(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark judges lateness in microseconds, the rule's ids keep milliseconds: an id whose
+    millisecond equals the watermark must outlive that batch, or its copy counts again."""
+    pair = AlertConfig(threshold=2, window_ms=10 * 60 * 1000)
+
+    def event(event_id: str, user: str, kind: str, at: str) -> dict:
+        row = {"event_id": event_id, "user_id": user, "event_type": kind, "event_time": at}
+        return {**row, "page": None, "amount": None}
+
+    failure = event("x", "u1", "login_failed", "2026-11-22T10:00:00.000500Z")
+    batches = [
+        # the view moves the watermark to 10:00:00.000, the failure's millisecond
+        [failure, event("v0", "u2", "page_view", "2026-11-22T10:10:00Z")],
+        [event("v1", "u1", "page_view", "2026-11-22T10:01:00Z")],  # u1's state runs at it
+        [dict(failure)],  # 500 us after the watermark: not late; one failure, not two
+    ]
+
+    alerts = run(spark, tmp_path, lambda events: failed_login_alerts(events, pair), batches)
+
+    assert alerts == []

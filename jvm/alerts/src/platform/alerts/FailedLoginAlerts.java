@@ -32,10 +32,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>The Python module is the specification and keeps the unit tests; a property-based test
  * replays generated cases through both ({@link AlertsReplay}), and a Spark test runs this adapter
  * and the Python one (behind Spark's {@code dropDuplicatesWithinWatermark}) over the same
- * disordered input with copies, and asserts equal tables. Per user the state holds the failures
- * still in the window (fewer than the threshold), oldest first, and the ids of the logins whose
- * event time the watermark has not passed; the timeout is the later of the newest failure plus
- * the window and the newest of those ids' times.
+ * disordered input with exact copies, and asserts equal tables. Per user the state holds the
+ * failures still in the window (fewer than the threshold), oldest first, and the ids of the
+ * logins whose event time the watermark has not passed ({@link SeenLogins}, which also says how
+ * it differs from Spark's operator); the timeout is the later of the newest failure plus the
+ * window and the newest of those ids' times.
  *
  * <p>Input columns, in order: user_id, event_type, event_time_ms, event_id (plus the watermark
  * column, which only has to be in the plan). Output: {@link #OUTPUT}, times as epoch
@@ -122,7 +123,7 @@ public final class FailedLoginAlerts {
             long watermarkMs = state.getCurrentWatermarkMs();
             LoginFailures.Result result =
                     logic.onEvents(user, kept, firstCopies(rows, seen), watermarkMs);
-            seen.forgetUpTo(watermarkMs);
+            seen.forgetBefore(watermarkMs);
             if (result.failures() == null && seen.isEmpty()) {
                 state.remove();
             } else {
