@@ -33,6 +33,7 @@ from platform_pipelines.settings import (
     PlatformSettings,
     get_settings,
 )
+from platform_pipelines.spark.s3a import s3a_conf
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # Writes checkpoint files (offsets, commits, the state stores' changelogs) through Hadoop's
@@ -42,8 +43,10 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 # runs on 2 cores (benchmarks/bench_reaction.py --quick), an offset log write took 91-110 ms and
 # a state store's commit ~290 ms (4 partitions) that way, against 26-28 ms and 23 ms this way; a
 # security_alerts batch 2.8 s against 2.6 s.
-# A rename is atomic on a local disk and on HDFS; only one query writes a checkpoint at a time
-# (its lock: runtime.lock.locked_streams).
+# Only for checkpoints on a file system (a local or mounted disk), where a rename is atomic and
+# only one query writes a checkpoint at a time (its lock: runtime.lock.locked_streams). On S3
+# (s3a) Spark's default stays: a rename there that overwrites (a state file written again by a
+# batch replayed after a crash) fails through the FileSystem API and is kept through FileContext.
 CHECKPOINT_FILE_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -72,7 +75,8 @@ class SparkOptions:
         extra_conf: any other Spark setting, applied last (the deployment's
             ``PLATFORM_SPARK_EXTRA_CONF``, then a run's tuning keys).
         s3a_conf: Hadoop's S3A settings (``spark.hadoop.fs.s3a.*``) when the lakehouse is on an
-            S3 API; then the S3A jars (``jvm/s3``) are loaded too.
+            S3 API; then the S3A jars (``jvm/s3``) are loaded too, and the checkpoints are
+            written by Spark's default manager (``CHECKPOINT_FILE_MANAGER`` is for a disk).
     """
 
     master: str = DEFAULT_SPARK_MASTER
@@ -135,7 +139,6 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.streaming.minBatchesToRetain": str(options.min_batches_to_retain),
-        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
         # Python workers must be this interpreter (the project's .venv), not whatever is on PATH.
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -157,64 +160,13 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         # (bronze's parse-and-hold job: ~1.3 s -> ~1.1 s per 50,000 records, 2 cores).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
+    if not options.s3a_conf:  # checkpoints on a disk
+        conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
     conf.update(options.s3a_conf)
     conf.update(options.extra_conf)
     for key in JVM_OPTION_KEYS:  # the deployment's own options come after (they win)
         conf[key] = " ".join(filter(None, [JIT_OPTIONS, options.extra_conf.get(key)]))
     return conf
-
-
-S3A_PREFIX = "spark.hadoop.fs.s3a."
-DELTA_S3_LOG_STORE = "spark.delta.logStore.s3a.impl"
-DELTA_LOG_STORE_KEYS = (DELTA_S3_LOG_STORE, "spark.delta.logStore.class")
-# jvm/logstore: Delta's S3 log store with each commit written by a conditional PUT.
-CONDITIONAL_PUT_LOG_STORE = "platform.logstore.ConditionalPutLogStore"
-
-
-def s3a_conf(settings: PlatformSettings) -> dict[str, str]:
-    """Hadoop's S3A settings for the ``s3_*`` settings (the same store the platform reads with
-    fsspec). Keys left unset fall back to S3A's default credential chain (environment variables,
-    profile, instance role); the secret never reaches the Spark UI (``spark.redaction.regex``
-    hides ``secret`` keys).
-    """
-    prefix = S3A_PREFIX
-    conf = {
-        f"{prefix}endpoint.region": settings.s3_region,
-        f"{prefix}path.style.access": str(settings.s3_path_style_access).lower(),
-    }
-    if settings.s3_endpoint:
-        conf[f"{prefix}endpoint"] = settings.s3_endpoint
-        conf[f"{prefix}connection.ssl.enabled"] = str(
-            settings.s3_endpoint.startswith("https://")
-        ).lower()
-        # The AWS SDK asks S3 to confirm large uploads first (`Expect: 100-continue`); some
-        # S3-compatible servers (moto's among them) answer that with a bare 100 that the SDK
-        # reports as a failed upload of a state store file.
-        conf[f"{prefix}connection.expect.continue"] = "false"
-    if settings.s3_access_key_id and settings.s3_secret_access_key:
-        conf[f"{prefix}access.key"] = settings.s3_access_key_id
-        conf[f"{prefix}secret.key"] = settings.s3_secret_access_key.get_secret_value()
-    if settings.s3_commit_coordination == "conditional-put":
-        refuse_unconditional_commits(settings.spark_extra_conf)
-        conf[DELTA_S3_LOG_STORE] = CONDITIONAL_PUT_LOG_STORE
-    return conf
-
-
-def refuse_unconditional_commits(extra_conf: dict[str, str]) -> None:
-    """Refuse Spark settings that would undo ``PLATFORM_S3_COMMIT_COORDINATION=conditional-put``:
-    another Delta log store (Delta also refuses ``logStore.class`` beside a scheme's store), or
-    S3A's conditional writes turned off (then S3A refuses every commit)."""
-    undoing = [key for key in DELTA_LOG_STORE_KEYS if key in extra_conf]
-    conditional = f"{S3A_PREFIX}create.conditional.enabled"
-    undoing += [conditional] if extra_conf.get(conditional, "").lower() == "false" else []
-    if undoing:
-        raise ValueError(
-            f"PLATFORM_SPARK_EXTRA_CONF sets {undoing[0]}, but PLATFORM_S3_COMMIT_COORDINATION="
-            "conditional-put writes each Delta commit with S3A's conditional PUT through the "
-            f"platform's log store ({CONDITIONAL_PUT_LOG_STORE}). Remove {undoing[0]}, or set "
-            "PLATFORM_S3_COMMIT_COORDINATION=none to commit your own way "
-            "(docs/deployment/object-storage.md)."
-        )
 
 
 def is_local(master: str) -> bool:

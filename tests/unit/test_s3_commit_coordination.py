@@ -8,11 +8,8 @@ import json
 import pytest
 
 from platform_pipelines.settings import PlatformSettings
-from platform_pipelines.spark.session import (
-    CONDITIONAL_PUT_LOG_STORE,
-    DELTA_S3_LOG_STORE,
-    SparkOptions,
-)
+from platform_pipelines.spark.s3a import CONDITIONAL_PUT_LOG_STORE, DELTA_S3_LOG_STORE
+from platform_pipelines.spark.session import SparkOptions
 
 
 def s3_settings(monkeypatch, **env: str) -> PlatformSettings:

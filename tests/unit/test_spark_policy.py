@@ -73,12 +73,17 @@ def test_the_driver_listens_on_loopback_and_the_ui_cannot_kill_jobs_by_default()
     assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
 
 
-def test_checkpoints_are_written_without_a_readlink_process_per_rename(monkeypatch):
+def test_checkpoints_on_a_disk_are_written_without_a_readlink_process_per_rename(monkeypatch):
     key = "spark.sql.streaming.checkpointFileManagerClass"
     conf = spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
     assert conf[key].endswith(".checkpointing.FileSystemBasedCheckpointFileManager")
 
-    # A deployment on another store may want Spark's default back.
+    # On S3 Spark's default stays: its FileContext rename may overwrite a replayed batch's file.
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "s3a://bucket/lake")
+    assert key not in spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+
+    # A deployment may set Spark's default back on a disk too.
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "/srv/lake")
     other = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
     monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", f'{{"{key}": "{other}"}}')
     assert spark_conf(SparkOptions.from_settings(PlatformSettings()), [])[key] == other
