@@ -90,7 +90,12 @@ def test_a_snapshot_writes_one_row_per_key_and_plots_keys_and_bytes(
         RunOptions(mode="catch_up"),
         lambda *_: None,
     )
-    u5, u6 = {"failures_ms": [ms(0), ms(1), ms(2)]}, {"failures_ms": [ms(0)]}
+
+    def seen(*logins: tuple[str, int]) -> list[dict]:  # the ids the alerts deduplicate by
+        return [{"event_id": i, "event_time_ms": ms(m)} for i, m in logins]
+
+    u5 = {"failures_ms": [ms(0), ms(1), ms(2)], "seen": seen(("f0", 0), ("f1", 1), ("f2", 2))}
+    u6 = {"failures_ms": [ms(0)], "seen": seen(("g0", 0))}
     # flatMapGroupsWithState (the alerts' Java port): the key, its groupState as JSON and the
     # 8-byte timeout
     sizes = {
