@@ -19,6 +19,26 @@ from platform_pipelines.health.checkpoint.files import (
 from platform_pipelines.health.checkpoint.model import CheckpointFacts, DamagedFile
 from platform_pipelines.health.checkpoint.state import inspect_state
 
+# How often the two logs are listed again when a batch was planned while they were listed.
+LISTING_ATTEMPTS = 5
+
+
+def batch_logs(path: Path) -> tuple[list[int], list[int]]:
+    """The batch ids of ``offsets/`` and ``commits/`` as one moment saw them.
+
+    A running query writes a batch's offsets file, then its commit, then the next offsets file.
+    Listing one folder after the other can see a commit whose offsets file was not there yet when
+    ``offsets/`` was listed (a batch "committed without an offsets file"). So ``offsets/`` is listed
+    before and after ``commits/``; when a batch was planned in between, all three are listed again.
+    """
+    offsets, commits = [], []
+    for _ in range(LISTING_ATTEMPTS):
+        offsets = batch_ids(path / "offsets")
+        commits = batch_ids(path / "commits")
+        if batch_ids(path / "offsets") == offsets:
+            break
+    return offsets, commits
+
 
 def inspect_checkpoint(path: Path) -> CheckpointFacts:
     """Read a checkpoint folder into facts. Never raises: a missing folder has ``exists=False``,
@@ -29,8 +49,7 @@ def inspect_checkpoint(path: Path) -> CheckpointFacts:
     if not path.is_dir():
         return CheckpointFacts(str(path), True, damaged=[DamagedFile(".", "is not a folder")])
     damaged: list[DamagedFile] = []
-    offsets = batch_ids(path / "offsets")
-    commits = batch_ids(path / "commits")
+    offsets, commits = batch_logs(path)
     entries = read_log(path, "offsets", offsets, damaged)
     read_log(path, "commits", commits, damaged)
     header = newest_header(entries, offsets)
