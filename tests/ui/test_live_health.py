@@ -36,6 +36,7 @@ from platform_pipelines.health.key_horizon import key_horizon
 from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import produce_events
+from tests.dagster.test_health_sensors import latest_check
 from tests.fixtures.dagster import sensor_ticks_since
 from tests.ui.test_browser import (
     UISession,
@@ -166,11 +167,24 @@ def test_a_running_stream_shows_live_health_and_a_leak_fails_on_its_node(
     try:
         with ui_session.screenshots_on_failure() as page:
             # 1. Live: the Checks tab shows the sensor's current results while the run goes on.
+            shown: dict[str, str] = {}
+
             def all_pass() -> bool:
                 open_checks_tab(page, "key_counts")
-                return all(check_row_status(page, c) == "Passed" for c in LIVE_CHECKS)
+                shown.update({c: check_row_status(page, c) for c in LIVE_CHECKS})
+                return all(status == "Passed" for status in shown.values())
 
-            wait_for(all_pass, 120, "Passed on key_counts' live checks", every=5)
+            def not_passing() -> dict[str, str]:
+                """What the tab showed for each check that did not pass, and why, as the
+                newest result on the instance says it."""
+                why = {}
+                for check, status in shown.items():
+                    if status != "Passed":
+                        result = latest_check(instance, "key_counts", check)
+                        why[check] = f"{status}: {result.description if result else 'no result'}"
+                return why
+
+            wait_for(all_pass, 120, "Passed on key_counts' live checks", every=5, show=not_passing)
             assert run_status() is DagsterRunStatus.STARTED
             screenshot(page, "live_checks_passed")
             passing = wait_for(lambda: node_checks(page, "key_counts"), 60, "the node's checks")
