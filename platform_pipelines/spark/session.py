@@ -119,6 +119,7 @@ class SparkOptions:
 # takes 1.5x as long then (benchmarks/bench_bronze_parse.py).
 JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
 DELTA_CHECKPOINT_INTERVAL = 100
+CODE_CACHE_ENTRIES = 2000
 JVM_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 
@@ -159,6 +160,14 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         # count) lives for one batch: compressing it costs more CPU than its memory is worth
         # (bronze's parse-and-hold job: ~1.3 s -> ~1.1 s per 50,000 records, 2 cores).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # Without the stage id in the generated class's name, the same pipeline planned as
+        # stage 1 in one plan and stage 2 in the next is one entry in Spark's code cache, not
+        # a second compile (benchmarks/bench_codegen.py: 2.4 s of 29 s of compiling).
+        "spark.sql.codegen.useIdInClassName": "false",
+        # The code of the session's queries, kept compiled: Spark's default of 100 pieces is
+        # fewer than the built-in streams' plans hold, and the code cache evicted and compiled
+        # the same code again every few batches (0.12 s for a Kafka parse).
+        "spark.sql.codegen.cache.maxEntries": str(CODE_CACHE_ENTRIES),
     }
     if not options.s3a_conf:  # checkpoints on a disk
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from platform_pipelines.core.units import duration
 from platform_pipelines.lakehouse.tables import KAFKA_POSITION, RESCUED_COLUMN
 from platform_pipelines.streams.declare import KafkaSource
-from platform_pipelines.streams.expressions import human_duration
+from platform_pipelines.streams.expressions import batch_constant, human_duration
 
 KEPT_BYTES = 4096  # how much of an oversized record the quarantine keeps
 POSITION = [f.name for f in KAFKA_POSITION]
@@ -135,7 +135,7 @@ class RecordParser:
         micro-batch's own timestamp, so that a replayed batch judges every record exactly as
         the first attempt did. In a streaming query, ``F.current_timestamp()`` is that time."""
         seconds = F.unix_timestamp(now) if isinstance(now, Column) else F.lit(int(now.timestamp()))
-        clock = seconds.alias(_NOW)
+        clock = batch_constant(seconds).alias(_NOW)
         return (
             kafka_rows.select(*self._read, clock)
             .select("*", self._fields)

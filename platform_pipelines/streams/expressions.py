@@ -20,3 +20,18 @@ def human_duration(seconds: Column) -> Column:
         .otherwise(F.format_string("%d s", s))
     )
     return F.concat(sign, text)
+
+
+def batch_constant(value: Column) -> Column:
+    """``value``, a constant of one micro-batch (its clock, watermark or counts), read so that
+    it stays out of the Java code Spark generates for the plan.
+
+    Spark writes a long or timestamp literal into the generated code as a number, and
+    ``current_timestamp()`` in a streaming query becomes such a literal each batch: every batch's
+    code differed from the last one's and Janino compiled it again (0.12 s per batch for the
+    Kafka parse of ``events`` and ``security_alerts``, 29 s of compiling in a 110 s continuous
+    run: benchmarks/bench_codegen.py). ``transform`` is one of the expressions Spark evaluates
+    instead of generating code for, so the value reaches the code as a reference to that
+    expression: the code is the same every batch and Spark's code cache compiles it once.
+    """
+    return F.transform(F.array(value), lambda v: v)[0]

@@ -11,6 +11,7 @@ from platform_pipelines.lakehouse.tables import QUARANTINE, QUARANTINE_TABLE
 from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.bronze import POSITION, RecordParser
 from platform_pipelines.streams.declare import KafkaSource
+from platform_pipelines.streams.expressions import batch_constant
 from platform_pipelines.streams.sink import BatchCounts, Target
 
 
@@ -56,7 +57,7 @@ class IngestWriter:
             parsed.unpersist()
 
     def _quarantined(self, parsed: DataFrame, clock: BatchClock) -> DataFrame:
-        at = F.timestamp_millis(F.lit(clock.timestamp_ms))
+        at = batch_constant(F.timestamp_millis(F.lit(clock.timestamp_ms)))
         return (
             parsed.where(F.col("reason").isNotNull())
             .select(

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, kafka_batch_offsets
 from platform_pipelines.streams.bronze import RecordParser
+from platform_pipelines.streams.expressions import batch_constant
 
 # Reads the Kafka records from the first offsets up to the second (a batch query).
 RangeReader = Callable[[KafkaOffsets, KafkaOffsets], DataFrame]
@@ -111,7 +112,9 @@ class KafkaInput:
         if late_until_ms is not None and field is not None:
             text = F.get_json_object(F.col("value").cast("string"), f"$['{field}']")
             at = F.try_to_timestamp(text)
-            records = records.where(at.isNull() | (at <= F.timestamp_millis(F.lit(late_until_ms))))
+            records = records.where(
+                at.isNull() | (at <= batch_constant(F.timestamp_millis(F.lit(late_until_ms))))
+            )
         return self.parser.parse(records, now)
 
     def good_rows(self, parsed: DataFrame) -> DataFrame:

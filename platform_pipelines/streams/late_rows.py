@@ -22,7 +22,7 @@ from platform_pipelines.lakehouse.checkpoints import BatchClock
 from platform_pipelines.lakehouse.delta_log import AddedFile, added_files, batch_versions
 from platform_pipelines.lakehouse.tables import LATE_TABLE
 from platform_pipelines.streams.declare import StatefulStream
-from platform_pipelines.streams.expressions import human_duration
+from platform_pipelines.streams.expressions import batch_constant, human_duration
 from platform_pipelines.streams.kafka_input import InputCounts, KafkaInput
 from platform_pipelines.streams.sink import Target
 
@@ -88,7 +88,7 @@ class LateRows:
         parsed = self._kafka.parsed(checkpoint, batch_id, now)
         if parsed is None:
             return 0, 0, 0
-        limit = F.timestamp_millis(F.lit(clock.late_until_ms))
+        limit = batch_constant(F.timestamp_millis(F.lit(clock.late_until_ms)))
         is_late = F.col("reason").isNull() & (F.col(self._stream.event_time) <= limit)
         is_late = is_late if self._finds_late else F.lit(False)
         row = parsed.agg(F.count(F.lit(1)), F.count("reason"), F.count_if(is_late)).first()
@@ -99,7 +99,7 @@ class LateRows:
 
     def _write(self, rows: DataFrame, batch_id: int, clock: BatchClock) -> int:
         """Put the ``rows`` at or behind the batch's watermark into ``late_events``; how many."""
-        limit = F.timestamp_millis(F.lit(clock.late_until_ms))
+        limit = batch_constant(F.timestamp_millis(F.lit(clock.late_until_ms)))
         late = rows.where(F.col(self._stream.event_time) <= limit)
         late = late.select(
             *_late_columns(self._stream, limit, rows.columns, self._target, batch_id, clock)

@@ -24,6 +24,7 @@ from platform_pipelines.lakehouse.checkpoints import BatchClock
 from platform_pipelines.lakehouse.delta import Lakehouse, append_exactly_once
 from platform_pipelines.lakehouse.tables import LATE_TABLE, LEDGER, LEDGER_TABLE, QUARANTINE_TABLE
 from platform_pipelines.streams.declare import IngestStream, Stream
+from platform_pipelines.streams.expressions import batch_constant
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def one_row(spark: SparkSession, schema: StructType, values: Sequence[object]) -
     2-core machine. Literals over a one-partition range need no Python worker.
     """
     columns = [
-        F.lit(value).cast(field.dataType).alias(field.name)
+        batch_constant(F.lit(value).cast(field.dataType)).alias(field.name)
         for field, value in zip(schema.fields, values, strict=True)
     ]
     return spark.range(0, 1, 1, 1).select(*columns)
