@@ -5,6 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from platform_pipelines.core.times import EPOCH
+
 
 def human_duration(seconds: Column) -> Column:
     """A duration column as ``"76 d 5 h"``, ``"2 h 5 min"``, ``"12 min 3 s"`` or ``"40 s"``: the
@@ -35,3 +37,16 @@ def batch_constant(value: Column) -> Column:
     expression: the code is the same every batch and Spark's code cache compiles it once.
     """
     return F.transform(F.array(value), lambda v: v)[0]
+
+
+def batch_clock() -> Column:
+    """``current_timestamp()``, in a streaming query the micro-batch's own time (the same on a
+    replay), through ``batch_constant``, and not null as Spark sees it.
+
+    ``batch_constant`` makes any value nullable in Spark's eyes, and the watermark column capped
+    at this clock would turn nullable with it: the state schema of a stream that groups by it
+    (say by a window over ``_wm_time``) would then no longer match its checkpoint. The
+    ``coalesce`` with a constant is there to say not null; the clock is never null, so its
+    second value is never used.
+    """
+    return F.coalesce(batch_constant(F.current_timestamp()), F.lit(EPOCH))

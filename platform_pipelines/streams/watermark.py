@@ -15,14 +15,14 @@ from typing import Final
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from platform_pipelines.streams.expressions import batch_constant
+from platform_pipelines.streams.expressions import batch_clock
 
 WATERMARK_COLUMN: Final = "_wm_time"
 
 
 def with_watermark(source: DataFrame, event_time: str, delay: timedelta) -> DataFrame:
     """``source`` with the watermark column, and Spark's watermark on it with ``delay``."""
-    capped = F.least(F.col(event_time), batch_constant(F.current_timestamp()))
+    capped = F.least(F.col(event_time), batch_clock())
     return source.withColumn(WATERMARK_COLUMN, capped).withWatermark(
         WATERMARK_COLUMN, f"{int(delay.total_seconds())} seconds"
     )
