@@ -34,6 +34,7 @@ from platform_pipelines.settings import (
     get_settings,
 )
 from platform_pipelines.spark.s3a import s3a_conf
+from platform_pipelines.spark.short_names import bind_short_names
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # Writes checkpoint files (offsets, commits, the state stores' changelogs) through Hadoop's
@@ -213,6 +214,7 @@ def build_spark_session(options: SparkOptions | None = None) -> SparkSession:
     with _jvm_output(settings):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings.spark_log_level)
+    bind_short_names(spark.sparkContext._jvm)
     if not is_local(options.master):
         modules = [m.strip() for m in settings.stream_modules.split(",") if m.strip()]
         ship_code(spark, settings.local_dir / "spark" / "pyfiles", ["platform_pipelines", *modules])
