@@ -167,7 +167,7 @@ def _samples_table(samples: list[dict[str, Any]]) -> Table:
         "dedup p95 s",
         "dedup last/first tenth",
         "alerts last/first tenth",
-        "stale s past timeout",
+        "stale s past timeout (worst of 6)",
         "load",
         title="Reaction (from the Kafka send to the Delta commit, or to the alert on its topic)",
     )

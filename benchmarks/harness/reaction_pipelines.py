@@ -1,5 +1,5 @@
 """The pipelines the reaction section measures: the platform's continuous run with the launch
-config's defaults, or the plain queries doing the same work; and a service that goes silent."""
+config's defaults, or the plain queries doing the same work; and services that go silent."""
 
 from __future__ import annotations
 
@@ -27,31 +27,73 @@ from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 
 START_TIMEOUT_S = 300
-BEATS = 5  # heartbeats of the service that then goes silent, one a second
+BEATS = 5  # heartbeats a service sends, one a second, before the first one falls silent
+# Services that fall silent, the last heartbeats SILENCE_SPACING_S apart: their timeouts fall at
+# every phase of a trigger of up to 10 s, so the worst of them is the worst a trigger gives (one
+# service per run moved between 3 and 16 s past its timeout from run to run).
+SILENT_SERVICES = 6
+SILENCE_SPACING_S = 2.0
 
 
 @dataclass
 class Silence:
-    """A service that sent ``BEATS`` heartbeats, the last at ``last_sent_ms``, then stopped."""
+    """Services that sent heartbeats and then stopped, the last at ``last_sent_ms``."""
 
     table: Path
-    service: str
-    last_sent_ms: float
+    last_sent_ms: dict[str, float]  # service -> when its last heartbeat was sent
     timeout: timedelta
     alive: Callable[[], None]
 
-    def seconds_past_timeout(self) -> float | None:
-        """Seconds from the heartbeat timeout to the commit that showed ``stale`` (waits up to
-        a minute past the timeout); None if it never came."""
-        timeout_ms = self.last_sent_ms + self.timeout.total_seconds() * 1000
-        deadline = time.time() + max(timeout_ms / 1000 - time.time(), 0) + 60
-        while time.time() < deadline:
+    def seconds_past_timeout(self) -> list[float | None]:
+        """Per service (in the order they fell silent): seconds from its heartbeat timeout to
+        the commit that showed it ``stale``, waiting up to a minute past the last timeout (or
+        past now, when asked later than that); None for one that was never shown stale."""
+        timeout_s = self.timeout.total_seconds()
+        last_timeout = max(self.last_sent_ms.values()) / 1000 + timeout_s
+        deadline = max(last_timeout, time.time()) + 60
+        shown: dict[str, float] = {}
+        while len(shown) < len(self.last_sent_ms) and time.time() < deadline:
             self.alive()
-            shown = first_row_ms(self.table, {"service": self.service, "status": "stale"})
-            if shown is not None:
-                return round((shown - timeout_ms) / 1000, 2)
+            for service in self.last_sent_ms.keys() - shown.keys():
+                at = first_row_ms(self.table, {"service": service, "status": "stale"})
+                if at is not None:
+                    shown[service] = at
             time.sleep(0.5)
-        return None
+        return [
+            round((shown[s] - sent - timeout_s * 1000) / 1000, 2) if s in shown else None
+            for s, sent in self.last_sent_ms.items()
+        ]
+
+
+@dataclass
+class Heartbeats:
+    """``SILENT_SERVICES`` services beating once a second, falling silent one by one."""
+
+    bootstrap: str
+    topic: str
+    prefix: str
+    last_sent_ms: dict[str, float] = field(default_factory=dict)
+
+    def run(self) -> None:
+        """Send the heartbeats (about ``BEATS`` + 2 x ``SILENT_SERVICES`` seconds)."""
+        last_round = {
+            f"{self.prefix}-{i}": BEATS - 1 + round(i * SILENCE_SPACING_S)
+            for i in range(SILENT_SERVICES)
+        }
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=0)
+        try:
+            for beat in range(max(last_round.values()) + 1):
+                if beat:
+                    time.sleep(1.0)
+                for service, last in last_round.items():
+                    if beat <= last:
+                        event = heartbeat(service, datetime.now(UTC))
+                        value = json.dumps(event).encode()
+                        producer.send(self.topic, key=service.encode(), value=value)
+                        producer.flush(10)
+                        self.last_sent_ms[service] = time.time() * 1000
+        finally:
+            producer.close(5)
 
 
 @dataclass
@@ -64,24 +106,17 @@ class Pipeline:
     status_table: Path | None = None
     stale_after: timedelta = timedelta(minutes=5)
     visible_before: int = 0
-    service: str = field(default_factory=lambda: f"svc-{uuid.uuid4().hex[:6]}")
 
-    def heartbeat(self, bootstrap: str, topic: str) -> Silence | None:
-        """Send the service's heartbeats, one a second, then fall silent (platform only)."""
+    def heartbeats(self, bootstrap: str, topic: str) -> Heartbeats | None:
+        """The services that beat and fall silent (platform only): ``run`` them, then ask
+        ``silence`` how late each was shown stale."""
         if self.status_table is None:
             return None
-        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
-        try:
-            for beat in range(BEATS):
-                if beat:
-                    time.sleep(1.0)  # a heartbeat a second, as a service sends them
-                event = heartbeat(self.service, datetime.now(UTC))
-                producer.send(topic, key=self.service.encode(), value=json.dumps(event).encode())
-                producer.flush(10)
-                last = time.time() * 1000
-        finally:
-            producer.close(5)
-        return Silence(self.status_table, self.service, last, self.stale_after, self.alive)
+        return Heartbeats(bootstrap, topic, f"svc-{uuid.uuid4().hex[:6]}")
+
+    def silence(self, beats: Heartbeats) -> Silence:
+        assert self.status_table is not None
+        return Silence(self.status_table, dict(beats.last_sent_ms), self.stale_after, self.alive)
 
 
 @contextlib.contextmanager
