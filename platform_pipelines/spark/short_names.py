@@ -7,7 +7,7 @@ then under each imported package in turn, and each wrong guess is a ``Class.forN
 only after looking for the class in every jar on the class path (about 300 with Delta and Kafka).
 ``PythonSQLUtils`` is found at the eighth guess. On a loaded 2-core machine these lookups were 3%
 of the driver JVM's CPU samples (Java Flight Recorder, a 10,000 events/s run), and a ``select``
-with an array of two columns took 7.6 ms instead of 6.1 ms (the mean of 500, idle machine).
+with an array of two columns took 7.1 ms instead of 5.6 ms (``benchmarks/bench_short_names.py``).
 
 ``bind_short_names`` resolves each name once and keeps the class on the view itself, where
 Python finds it before py4j is asked. A py4j class reference holds only the class's full name,
@@ -21,7 +21,10 @@ from typing import Final
 
 from py4j.java_gateway import JavaClass, JVMView
 
-# The short names PySpark's own Python code uses (pyspark/core, pyspark/sql; not ML or pandas).
+# The short names PySpark's Python code (pyspark/core, pyspark/sql; not ML) uses that resolve
+# under the imports its gateway starts with. Those it imports later, when a module first needs
+# them (``PythonForeachBatchHelper``, ``PythonStreamingQueryListenerWrapper``), are resolved once
+# per stream or listener anyway.
 PYSPARK_SHORT_NAMES: Final = (
     "PythonUtils",
     "PythonSQLUtils",
@@ -31,6 +34,8 @@ PYSPARK_SHORT_NAMES: Final = (
     "SimplePythonFunction",
     "PythonAccumulatorV2",
     "PythonPartitioner",
+    "PythonParallelizeServer",
+    "ArrowIteratorServer",
     "PairwiseRDD",
     "JavaSparkContext",
     "JavaDoubleRDD",
