@@ -91,14 +91,13 @@ def _s(seconds: float | None) -> str:
 
 
 def _worst(seconds: list[float | None] | None) -> float | None:
-    """The largest delay; None when there is none or a service was never shown stale.
+    """The largest delay of the services shown stale; None when none was.
 
-    >>> _worst([3.1, 4.2, 0.8]), _worst([3.1, None]), _worst(None)
-    (4.2, None, None)
+    >>> _worst([3.1, 4.2, 0.8]), _worst([3.1, None]), _worst(None), _worst([None])
+    (4.2, 3.1, None, None)
     """
-    if not seconds or any(s is None for s in seconds):
-        return None
-    return max(s for s in seconds if s is not None)
+    shown = [s for s in seconds or [] if s is not None]
+    return max(shown) if shown else None
 
 
 def measure(
@@ -136,9 +135,11 @@ def measure(
         _wait_visible(pipeline.events_table, dedup_rows, cfg.drain_seconds, pipeline.alive)
         _wait_alerts(pipeline, bursts.sent_ms, cfg.drain_seconds)
         drained = time.perf_counter() - produced
-        stale = pipeline.silence(beats).seconds_past_timeout() if beats else None
-        if listener:
-            listener.stop()
+        try:
+            stale = pipeline.silence(beats).seconds_past_timeout() if beats else None
+        finally:
+            if listener:
+                listener.stop()
         load_after = load()
     say(f"{name}: reading which commit made each row visible")
     return {
@@ -148,9 +149,10 @@ def measure(
         "alert_delta": _alert_figures(pipeline.alerts_table, bursts.sent_ms),
         "alert_topic": _topic_figures(listener, bursts.sent_ms) if listener else None,
         "dedup": _dedup_figures(pipeline.events_table, sent["sent_ms"]),
-        # the worst service (None when one was never shown stale), then each of them
+        # the worst service shown stale, each of them (None: never shown), and how many never
         "stale_service_seconds_after_timeout": _worst(stale),
         "stale_services_seconds_after_timeout": stale,
+        "stale_services_never_shown": sum(s is None for s in stale) if stale else 0,
         "drain_seconds": round(drained, 2),
         "load_before": load_before,
         "load_after": load_after,

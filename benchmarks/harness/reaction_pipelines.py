@@ -37,31 +37,29 @@ SILENCE_SPACING_S = 2.0
 
 @dataclass
 class Silence:
-    """Services that sent heartbeats and then stopped, the last at ``last_sent_ms``."""
+    """Services that sent heartbeats and then stopped, the last dated ``last_beat_ms``."""
 
     table: Path
-    last_sent_ms: dict[str, float]  # service -> when its last heartbeat was sent
+    last_beat_ms: dict[str, float]  # service -> its last heartbeat's own time (epoch ms)
     timeout: timedelta
     alive: Callable[[], None]
 
     def seconds_past_timeout(self) -> list[float | None]:
-        """Per service (in the order they fell silent): seconds from its heartbeat timeout to
-        the commit that showed it ``stale``, waiting up to a minute past the last timeout (or
-        past now, when asked later than that); None for one that was never shown stale."""
-        timeout_s = self.timeout.total_seconds()
-        last_timeout = max(self.last_sent_ms.values()) / 1000 + timeout_s
+        """Per service (in the order they fell silent): seconds from its timeout (its last
+        heartbeat's time + the timeout, as ``service_status`` counts it) to the commit that
+        showed it ``stale``, waiting up to a minute past the last timeout (or past now, when
+        asked later than that); None for one that was never shown stale."""
+        timeout_ms = self.timeout.total_seconds() * 1000
+        last_timeout = (max(self.last_beat_ms.values()) + timeout_ms) / 1000
         deadline = max(last_timeout, time.time()) + 60
         shown: dict[str, float] = {}
-        while len(shown) < len(self.last_sent_ms) and time.time() < deadline:
+        while len(shown) < len(self.last_beat_ms) and time.time() < deadline:
             self.alive()
-            for service in self.last_sent_ms.keys() - shown.keys():
-                at = first_row_ms(self.table, {"service": service, "status": "stale"})
-                if at is not None:
-                    shown[service] = at
+            shown = first_stale_ms(self.table, set(self.last_beat_ms))
             time.sleep(0.5)
         return [
-            round((shown[s] - sent - timeout_s * 1000) / 1000, 2) if s in shown else None
-            for s, sent in self.last_sent_ms.items()
+            round((shown[s] - beat - timeout_ms) / 1000, 2) if s in shown else None
+            for s, beat in self.last_beat_ms.items()
         ]
 
 
@@ -72,28 +70,34 @@ class Heartbeats:
     bootstrap: str
     topic: str
     prefix: str
-    last_sent_ms: dict[str, float] = field(default_factory=dict)
+    last_beat_ms: dict[str, float] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
 
     def run(self) -> None:
-        """Send the heartbeats (about ``BEATS`` + 2 x ``SILENT_SERVICES`` seconds)."""
+        """Send the heartbeats (about ``BEATS`` + 2 x ``SILENT_SERVICES`` seconds); ``done`` is
+        set once every one was sent, ``error`` holds what stopped it otherwise."""
         last_round = {
             f"{self.prefix}-{i}": BEATS - 1 + round(i * SILENCE_SPACING_S)
             for i in range(SILENT_SERVICES)
         }
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=0)
         try:
-            for beat in range(max(last_round.values()) + 1):
-                if beat:
-                    time.sleep(1.0)
-                for service, last in last_round.items():
-                    if beat <= last:
-                        event = heartbeat(service, datetime.now(UTC))
-                        value = json.dumps(event).encode()
+            producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=0)
+            try:
+                for beat in range(max(last_round.values()) + 1):
+                    if beat:
+                        time.sleep(1.0)
+                    for service in [s for s, last in last_round.items() if beat <= last]:
+                        at = datetime.now(UTC)
+                        value = json.dumps(heartbeat(service, at)).encode()
                         producer.send(self.topic, key=service.encode(), value=value)
                         producer.flush(10)
-                        self.last_sent_ms[service] = time.time() * 1000
-        finally:
-            producer.close(5)
+                        self.last_beat_ms[service] = at.timestamp() * 1000
+            finally:
+                producer.close(5)
+            self.done.set()
+        except BaseException as error:  # the thread's caller reads it in Pipeline.silence
+            self.error = error
 
 
 @dataclass
@@ -115,8 +119,14 @@ class Pipeline:
         return Heartbeats(bootstrap, topic, f"svc-{uuid.uuid4().hex[:6]}")
 
     def silence(self, beats: Heartbeats) -> Silence:
+        """The services of ``beats``, once every heartbeat was sent (their thread has ended)."""
         assert self.status_table is not None
-        return Silence(self.status_table, dict(beats.last_sent_ms), self.stale_after, self.alive)
+        if not beats.done.wait(60) or len(beats.last_beat_ms) != SILENT_SERVICES:
+            raise RuntimeError(
+                f"the silent services' heartbeats were not all sent ({beats.error!r}): "
+                "the stale figure would not be the worst of six"
+            )
+        return Silence(self.status_table, dict(beats.last_beat_ms), self.stale_after, self.alive)
 
 
 @contextlib.contextmanager
@@ -222,18 +232,20 @@ def plain_pipeline(
             query.stop()
 
 
-def first_row_ms(table: Path, where: Mapping[str, str]) -> float | None:
-    """When (epoch ms) the first commit holding a row with the ``where`` values was published."""
+def first_stale_ms(table: Path, services: set[str]) -> dict[str, float]:
+    """For each of ``services`` shown ``stale`` in ``table``: when (epoch ms) the first commit
+    holding that row was published. One pass over the table."""
     from urllib.parse import unquote
 
     import pyarrow.parquet as pq
 
     from benchmarks.harness.visibility import _adds, _commits
 
+    found: dict[str, float] = {}
     for commit in _commits(table):
         for add in _adds(commit):
-            rows = pq.read_table(table / unquote(str(add["path"])), columns=list(where))
+            rows = pq.read_table(table / unquote(str(add["path"])), columns=["service", "status"])
             for row in rows.to_pylist():
-                if all(row.get(k) == v for k, v in where.items()):
-                    return commit.stat().st_mtime_ns / 1e6
-    return None
+                if row["status"] == "stale" and row["service"] in services - found.keys():
+                    found[row["service"]] = commit.stat().st_mtime_ns / 1e6
+    return found

@@ -254,3 +254,27 @@ def test_list_options_take_positive_whole_numbers_and_say_what_to_give():
         counts("2,four", "state partitions", "2,4,8")
     with pytest.raises(click.BadParameter, match=r"at least one positive number of key counts"):
         counts("0", "key counts", "10000")
+
+
+def test_the_stale_target_takes_the_worst_service_and_fails_on_one_never_shown() -> None:
+    from benchmarks.harness.reaction import _worst
+    from benchmarks.harness.reaction_targets import judge
+
+    def run(delays: list[float | None]) -> dict[str, Any]:
+        return {
+            "variant": "platform",
+            "rate": 2000.0,
+            "alert_delta": {"p50_seconds": 1.5, "p95_seconds": 4.0},
+            "dedup": {"p50_seconds": 2.5},
+            "stale_service_seconds_after_timeout": _worst(delays),
+            "stale_services_never_shown": sum(d is None for d in delays),
+        }
+
+    def stale(delays: list[float | None]) -> dict[str, Any]:
+        verdicts = judge([run(delays)], stale_after_seconds=30)
+        return next(v for v in verdicts if v["target"].startswith("stale service"))
+
+    assert (stale([1.2, 4.9, 3.0])["measured"], stale([1.2, 4.9, 3.0])["met"]) == (4.9, True)
+    assert (stale([1.2, 5.1])["measured"], stale([1.2, 5.1])["met"]) == (5.1, False)
+    # a service never shown stale fails the target though the others were quick
+    assert (stale([1.2, None])["measured"], stale([1.2, None])["met"]) == (1.2, False)
