@@ -1,12 +1,14 @@
 """Launch config of the stream jobs, as the Dagster launchpad shows it (defaults + validation)."""
 
 from collections.abc import Sequence
+from datetime import timedelta
 from enum import Enum
 
 import dagster as dg
 from pydantic import Field, ValidationInfo, field_validator
 
 from platform_pipelines.runtime.runner import CATCH_UP_BATCH_RECORDS, RunOptions
+from platform_pipelines.spark.pools import pool_for
 from platform_pipelines.streams.declare import Stream
 
 
@@ -105,6 +107,7 @@ class StreamRunConfig(dg.Config):
         return RunOptions(
             mode=self.mode.value,
             processing_time=f"{seconds} seconds",
+            pool=pool_for(timedelta(seconds=seconds)),
             max_offsets_per_trigger=override.max_offsets_per_trigger
             or self.max_offsets_per_trigger,
         )

@@ -43,6 +43,7 @@ from platform_pipelines.runtime.topic_wait import (
     waiting_note,
     waiting_streams,
 )
+from platform_pipelines.spark.pools import REACT, Pool, start_in_pool
 from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
@@ -68,11 +69,13 @@ class RunOptions:
         processing_time: the trigger interval of the continuous phase, e.g. ``"10 seconds"``.
         max_offsets_per_trigger: at most this many Kafka records per catch-up batch (None: no
             limit). Continuous triggers read every partition to its end (see ``streams.query``).
+        pool: the fair scheduler pool its jobs run in (``spark.pools``).
     """
 
     mode: Mode = "continuous"
     processing_time: str = "10 seconds"
     max_offsets_per_trigger: int | None = CATCH_UP_BATCH_RECORDS
+    pool: Pool = REACT
 
 
 class CheckpointDamagedError(RuntimeError):
@@ -104,8 +107,10 @@ def start_stream(
     checkpoint = str(ctx.lakehouse.checkpoint(stream.name))
     writer = built[0].queryName(stream.name).option("checkpointLocation", checkpoint)
     if catch_up:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=options.processing_time).start()
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=options.processing_time)
+    return start_in_pool(ctx.spark.sparkContext, options.pool, writer.start)
 
 
 def check_checkpoint(ctx: StreamContext, name: str) -> None:

@@ -33,6 +33,7 @@ from platform_pipelines.settings import (
     PlatformSettings,
     get_settings,
 )
+from platform_pipelines.spark.pools import scheduler_conf
 from platform_pipelines.spark.s3a import s3a_conf
 from platform_pipelines.spark.short_names import bind_short_names
 
@@ -170,6 +171,7 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         # the same code again every few batches (0.12 s for a Kafka parse).
         "spark.sql.codegen.cache.maxEntries": str(CODE_CACHE_ENTRIES),
     }
+    conf.update(scheduler_conf())  # the streams someone waits on get the cores first
     if not options.s3a_conf:  # checkpoints on a disk
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
     conf.update(options.s3a_conf)

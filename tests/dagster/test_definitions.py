@@ -154,6 +154,8 @@ def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger()
         n: o.processing_time for n, o in options.items() if n in not_waited_on
     } == dict.fromkeys(not_waited_on, "60 seconds")
     assert options["service_heartbeats_raw"].processing_time == "10 seconds"
+    # ... and take the cores the others leave free (Spark's fair scheduler pools)
+    assert {n for n, o in options.items() if o.pool == "bulk"} == not_waited_on
 
 
 def test_per_stream_settings_override_the_job_and_can_disable_a_stream():
@@ -168,6 +170,8 @@ def test_per_stream_settings_override_the_job_and_can_disable_a_stream():
     assert config.run_options(registry.get("events")).processing_time == "3 seconds"
     assert config.run_options(registry.get("events")).max_offsets_per_trigger == 7
     assert config.run_options(registry.get("user_sessions")).processing_time == "20 seconds"
+    # a stream triggered more often than once a minute is waited on: it runs in the react pool
+    assert config.run_options(registry.get("user_sessions")).pool == "react"
     assert "key_counts" not in [s.name for s in config.selected(list(registry))]
 
 
