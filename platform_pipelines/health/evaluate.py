@@ -199,7 +199,11 @@ def evaluate_stream(
         judge_falling_behind(records, lag, policy, run),
         judge_state_growth(records, policy, key_horizon(stream)),
         judge_late_data(records, policy, stream.name),
-        checkpoint_verdict(facts, config.expectations, _upstream(stream, lakehouse, facts)),
+        checkpoint_verdict(
+            facts,
+            config.expectations.for_stream(stream.state_partitions),
+            _upstream(stream, lakehouse, facts),
+        ),
         *([replication_verdict(stream.topic, broker)] if stream.topic else []),
     ]
     done = batches(records)

@@ -43,7 +43,8 @@ from platform_pipelines.runtime.topic_wait import (
     waiting_note,
     waiting_streams,
 )
-from platform_pipelines.spark.pools import REACT, Pool, start_in_pool
+from platform_pipelines.spark.pools import REACT, Pool
+from platform_pipelines.spark.starting import start_query
 from platform_pipelines.spark.together import run_together
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.evolution import check_declaration
@@ -91,7 +92,7 @@ def start_stream(
 ) -> StreamingQuery:
     """Create the stream's tables (and ``also_create``: the tables of the streams that start
     after it in the same run) if needed and start one phase of its query."""
-    check_checkpoint(ctx, stream.name)
+    check_checkpoint(ctx, stream)
     catch_up = phase == "catch_up"
     ctx = replace(
         ctx, max_offsets_per_trigger=options.max_offsets_per_trigger if catch_up else None
@@ -110,10 +111,10 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=options.processing_time)
-    return start_in_pool(ctx.spark.sparkContext, options.pool, writer.start)
+    return start_query(ctx.spark, writer.start, options.pool, stream.state_partitions)
 
 
-def check_checkpoint(ctx: StreamContext, name: str) -> None:
+def check_checkpoint(ctx: StreamContext, stream: Stream) -> None:
     """Refuse to start on a damaged checkpoint, saying what is wrong, before Spark touches it.
 
     Only failures refuse (two batches without commits, gaps, damaged state files, a partition or
@@ -123,12 +124,12 @@ def check_checkpoint(ctx: StreamContext, name: str) -> None:
         state_partitions=int(conf.get("spark.sql.shuffle.partitions") or 200),
         min_batches_to_retain=int(conf.get("spark.sql.streaming.minBatchesToRetain") or 100),
         state_provider=str(conf.get("spark.sql.streaming.stateStore.providerClass") or ""),
-    )
-    path = ctx.lakehouse.checkpoint(name)
+    ).for_stream(stream.state_partitions)
+    path = ctx.lakehouse.checkpoint(stream.name)
     verdict = checkpoint_verdict(inspect_checkpoint(path), expected)
     if verdict.status is Status.FAIL:
         raise CheckpointDamagedError(
-            f"Stream {name!r} was not started: its checkpoint {path} is damaged: "
+            f"Stream {stream.name!r} was not started: its checkpoint {path} is damaged: "
             f"{verdict.summary}. {verdict.remedy}".strip()
         )
 

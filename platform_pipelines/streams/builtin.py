@@ -217,6 +217,9 @@ def builtin_declarations(cfg: BuiltinSettings | None = None) -> list[StatefulStr
                 "service_status", latest_by=("last_heartbeat_time", "changed_at")
             ),
             state_format=STATUS_STATE_FORMAT,
+            # A handful of services: one task per batch, heartbeats or not, instead of one per
+            # partition of the session (docs/benchmarks/latency.md).
+            state_partitions=1,
         ),
     ]
 

@@ -94,6 +94,9 @@ class Stream(Protocol):
     @property
     def processing_time_timers(self) -> bool: ...
 
+    @property
+    def state_partitions(self) -> int | None: ...  # a new checkpoint's count (None: the session's)
+
 
 def asset_key(stream: Stream) -> str:
     """The asset of a stream: its main table. Checks, plots and lineage all hang on it."""
@@ -143,6 +146,11 @@ class IngestStream:
     @property
     def topic(self) -> str | None:
         return self.source.topic
+
+    @property
+    def state_partitions(self) -> int | None:
+        """An ingest stream keeps no state: the session's count."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,10 @@ class StatefulStream:
             sessions: ``sessions-jvm/1``). It is recorded in the checkpoint, and a checkpoint
             started with another one is refused with the rebuild remedy (Spark cannot read one
             operator's state as another's).
+        state_partitions: the state partitions of a new checkpoint of this stream (default:
+            the session's ``spark.sql.shuffle.partitions``). Every batch runs a task per
+            partition, input or not; a stream with a handful of keys and a short trigger
+            (``service_status``) needs one. Spark keeps a checkpoint's own count.
     """
 
     name: str
@@ -221,6 +233,7 @@ class StatefulStream:
     publish_topic: str | None = None
     layer: str = "gold"
     state_format: str | None = None
+    state_partitions: int | None = None
 
     @property
     def table(self) -> str:

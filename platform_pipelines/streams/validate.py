@@ -135,6 +135,15 @@ def stream_problems(
             f"reads: 'kafka' needs a KafkaSource, and this stream reads the table "
             f"{stream.source.table!r}; remove reads or read a topic."
         )
+    if stream.state_partitions is not None and (
+        isinstance(stream.state_partitions, bool)
+        or not isinstance(stream.state_partitions, int)
+        or stream.state_partitions < 1
+    ):
+        problems.append(
+            f"state_partitions: {stream.state_partitions!r} is not a partition count; use a "
+            "whole number of at least 1, or None for the session's spark.sql.shuffle.partitions."
+        )
     problems += _publish_problems(stream)
     problems += _time_problems(stream)
     if columns is not None:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from platform_pipelines.health.checkpoint import inspect_checkpoint
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
@@ -129,7 +130,15 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
     try:
         for name in ("service_heartbeats_raw", "service_status"):
             supervisor.add(name, start_stream(ctx, registry.get(name), every_second, "continuous"))
-        wait_for(lambda: statuses(spark, lake) == {"svc-a": ["ok"], "svc-b": ["ok"]}, 120, "ok")
+        # Each begins ok. A poll may see its stale row already (its timer is due 3 s after the
+        # batch that read the minute-old heartbeat: half the timeout), so the start is asked.
+        wait_for(
+            lambda: {s: v[:1] for s, v in statuses(spark, lake).items()}
+            == {"svc-a": ["ok"], "svc-b": ["ok"]},
+            120,
+            "ok",
+            show=lambda: rows(spark, lake, "service_status"),
+        )
         # No input at all from here on: only the processing-time timers can make progress.
         wait_for(
             lambda: statuses(spark, lake) == {"svc-a": ["ok", "stale"], "svc-b": ["ok", "stale"]},
@@ -140,7 +149,9 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
         produce_events(
             kafka_broker, topic, [heartbeat("svc-a", datetime.now(UTC))], key_field="service"
         )
-        wait_for(lambda: statuses(spark, lake)["svc-a"] == ["ok", "stale", "ok"], 120, "svc-a ok")
+        wait_for(
+            lambda: statuses(spark, lake)["svc-a"][:3] == ["ok", "stale", "ok"], 120, "svc-a ok"
+        )
         # svc-a goes stale again once its new timer fires: by then svc-b, silent all along, has
         # had every chance to be reported stale a second time.
         wait_for(
@@ -152,6 +163,10 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
     finally:
         supervisor.stop_all()
     assert statuses(spark, lake)["svc-b"] == ["ok", "stale"]
+    # its declared single state partition (the session has 2): one task per batch
+    facts = inspect_checkpoint(lake.checkpoint("service_status"))
+    assert facts.checkpoint_conf["spark.sql.shuffle.partitions"] == "1"
+    assert [op.partitions for op in facts.operators.values()] == [(0,)]
 
 
 def test_a_new_checkpoint_seeds_status_from_the_table_so_a_known_stale_service_turns_ok(

@@ -153,6 +153,19 @@ def test_a_key_lifetime_that_is_not_positive_is_refused():
     ]
 
 
+@pytest.mark.parametrize("count", [0, -1, True, "2", 1.5])
+def test_state_partitions_that_are_not_a_count_are_refused(count):
+    assert problems_of(replace(EXAMPLE, state_partitions=count)) == [
+        f"state_partitions: {count!r} is not a partition count; use a whole number of at least "
+        "1, or None for the session's spark.sql.shuffle.partitions."
+    ]
+
+
+def test_state_partitions_of_one_or_more_are_accepted():
+    for count in (1, 8, None):
+        declare_stream(builtin_streams(), replace(EXAMPLE, state_partitions=count))
+
+
 def test_a_published_topic_needs_a_unique_key_and_a_kafka_topic_name():
     assert problems_of(replace(EXAMPLE, publish_topic="key counts!")) == [
         "publish_topic: 'key counts!' is not a Kafka topic name; use letters, digits, '.', '_' "

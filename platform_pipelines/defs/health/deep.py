@@ -45,7 +45,8 @@ def deep_verdict(
     if check == "freshness":
         return quality.freshness(path, freshness_seconds)
     if check == "state_metadata":
-        return quality.state_metadata(spark(), lakehouse.checkpoint(stream.name), partitions)
+        declared = stream.state_partitions or partitions  # the stream's own count, if any
+        return quality.state_metadata(spark(), lakehouse.checkpoint(stream.name), declared)
     if check == NO_SILENT_LOSS:
         return no_silent_loss(spark(), lakehouse, stream)
     return TABLE_CHECKS[check](spark(), path)

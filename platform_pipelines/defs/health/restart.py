@@ -126,7 +126,8 @@ def _damaged(
 ) -> Verdict | None:
     for stream in streams:
         verdict = checkpoint_verdict(
-            inspect_checkpoint(lakehouse.checkpoint(stream.name)), expectations
+            inspect_checkpoint(lakehouse.checkpoint(stream.name)),
+            expectations.for_stream(stream.state_partitions),
         )
         if verdict.status is Status.FAIL:
             return failed(

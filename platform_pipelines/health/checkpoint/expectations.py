@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 CHECK = "checkpoint"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -35,6 +35,19 @@ class CheckpointExpectations:
     retention_slack: int = 10
     max_total_bytes: int = 10 * 1024**3
     max_bytes_per_batch: int = 256 * 1024**2
+
+    def for_stream(self, state_partitions: int | None) -> CheckpointExpectations:
+        """The expectations of a stream that declares its own ``state_partitions`` (None: the
+        session's).
+
+        >>> CheckpointExpectations(state_partitions=4).for_stream(1).state_partitions
+        1
+        >>> CheckpointExpectations(state_partitions=4).for_stream(None).state_partitions
+        4
+        """
+        if state_partitions is None:
+            return self
+        return replace(self, state_partitions=state_partitions)
 
     @property
     def max_retained_batches(self) -> int:
