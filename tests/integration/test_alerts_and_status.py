@@ -133,8 +133,10 @@ def test_a_silent_service_goes_stale_once_without_new_input_and_ok_on_its_next_h
         # Each begins ok. A poll may see its stale row already (its timer is due 3 s after the
         # batch that read the minute-old heartbeat: half the timeout), so the start is asked.
         wait_for(
-            lambda: {s: v[:1] for s, v in statuses(spark, lake).items()}
-            == {"svc-a": ["ok"], "svc-b": ["ok"]},
+            lambda: (
+                {s: v[:1] for s, v in statuses(spark, lake).items()}
+                == {"svc-a": ["ok"], "svc-b": ["ok"]}
+            ),
             120,
             "ok",
             show=lambda: rows(spark, lake, "service_status"),
