@@ -154,6 +154,8 @@ def test_launch_config_defaults_to_a_continuous_stream_on_its_declared_trigger()
         n: o.processing_time for n, o in options.items() if n in not_waited_on
     } == dict.fromkeys(not_waited_on, "60 seconds")
     assert options["service_heartbeats_raw"].processing_time == "10 seconds"
+    # a silent service is stale one trigger after its timeout at most (plus a batch)
+    assert options["service_status"].processing_time == "3 seconds"
     # ... and take the cores the others leave free (Spark's fair scheduler pools)
     assert {n for n, o in options.items() if o.pool == "bulk"} == not_waited_on
 
