@@ -148,9 +148,10 @@ def test_the_scheduled_health_check_job_runs_every_check_in_process(spark, tmp_p
     assert evaluations[("events", "no_duplicate_event_id")].metadata["duplicates"].value == 1
     assert evaluations[("user_sessions", "sessions_valid")].passed  # no table yet
     assert not evaluations[("user_sessions", "freshness")].passed  # never written
-    # The real checkpoint was created with 4 state partitions; this job is configured with 2:
-    # Spark's own reader finds the difference, and the check says how to resolve it.
+    # The real checkpoint was created with 4 state partitions; service_status now declares its
+    # own 1 (the job's session has 2): Spark's own reader finds the difference, and the check
+    # says how to resolve it.
     state = evaluations[("service_status", "state_metadata")]
     assert not state.passed and state.severity == dg.AssetCheckSeverity.WARN
-    assert "transformWithStateInPySparkExec#0 has 4; configured: 2" in state.description
+    assert "transformWithStateInPySparkExec#0 has 4; configured: 1" in state.description
     assert {c for _, c in evaluations} >= {"liveness", "checkpoint", "freshness", "state_metadata"}
