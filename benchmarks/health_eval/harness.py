@@ -31,7 +31,8 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.pointers import POINTERS
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.recorder import ProgressRecorder
-from platform_pipelines.runtime.runner import RunOptions, run_streams, trigger_seconds
+from platform_pipelines.runtime.run_options import RunOptions, trigger_seconds
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.runtime.supervisor import StreamFailedError
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.declare import StatefulStream, Stream

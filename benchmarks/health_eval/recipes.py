@@ -17,7 +17,7 @@ from typing import Any
 
 from benchmarks.health_eval.harness import Recording, Tick, until_batches
 from benchmarks.health_eval.streams import HANG, POISON
-from platform_pipelines.runtime.runner import RunOptions
+from platform_pipelines.runtime.run_options import RunOptions
 
 Recipe = Callable[[Recording], None]
 RECIPES: dict[str, Recipe] = {}

@@ -27,7 +27,8 @@ def reset_watermark_cmd(name: str, force: bool, no_run: bool) -> None:
     table, with no loss and no duplicates. The stream must be stopped."""
     from platform_pipelines.lakehouse.delta import Lakehouse
     from platform_pipelines.runtime.reset import reset_watermark
-    from platform_pipelines.runtime.runner import RunOptions, run_streams
+    from platform_pipelines.runtime.run_options import RunOptions
+    from platform_pipelines.runtime.runner import run_streams
     from platform_pipelines.settings import get_settings
     from platform_pipelines.spark.session import SparkOptions, build_spark_session
     from platform_pipelines.streams.catalog import load_registry

@@ -7,7 +7,7 @@ from enum import Enum
 import dagster as dg
 from pydantic import Field, ValidationInfo, field_validator
 
-from platform_pipelines.runtime.runner import CATCH_UP_BATCH_RECORDS, RunOptions
+from platform_pipelines.runtime.run_options import CATCH_UP_BATCH_RECORDS, RunOptions
 from platform_pipelines.spark.pools import pool_for
 from platform_pipelines.streams.declare import Stream
 

@@ -39,7 +39,8 @@ from platform_pipelines.runtime.lock import (
     LockNotConfiguredError,
 )
 from platform_pipelines.runtime.recorder import ProgressRecorder
-from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams, trigger_seconds
+from platform_pipelines.runtime.run_options import trigger_seconds
+from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams
 from platform_pipelines.runtime.supervisor import StreamFailedError
 from platform_pipelines.runtime.watch import BrokerWatch
 from platform_pipelines.settings import get_settings

@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.lakehouse.delta import Lakehouse, has_commit
 from platform_pipelines.runtime.chaos_worker import STREAMS
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 

@@ -22,7 +22,8 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.crash_points import CrashPoints
 from platform_pipelines.runtime.interrupts import GracefulStop, stop_requests
 from platform_pipelines.runtime.recorder import ProgressRecorder
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.spark.session import JVM_OPTION_KEYS, SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext

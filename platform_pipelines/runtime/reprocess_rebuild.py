@@ -26,7 +26,8 @@ from platform_pipelines.runtime.reprocess import (
     scratch,
     shadow_of,
 )
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.declare import Stream
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry

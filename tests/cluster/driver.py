@@ -20,7 +20,8 @@ from pyspark.sql import SparkSession
 
 from platform_pipelines.health.checkpoint.facts import inspect_checkpoint
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.settings import get_settings
 from platform_pipelines.spark.session import SparkOptions, build_spark_session
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams

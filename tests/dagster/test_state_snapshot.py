@@ -13,7 +13,8 @@ from platform_pipelines.defs.resources import LakehouseResource, SparkStreamingR
 from platform_pipelines.defs.state import JOB, StateSnapshotConfig, state_definitions
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.state_snapshots import SNAPSHOT_TABLE
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.settings import get_settings
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry

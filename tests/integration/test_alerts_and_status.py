@@ -10,7 +10,8 @@ from platform_pipelines.health.checkpoint import inspect_checkpoint
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.runner import RunOptions, run_streams, start_stream
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams, start_stream
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext

@@ -22,12 +22,8 @@ from platform_pipelines.health.state_growth import judge_state_growth
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.recorder import ProgressRecorder
-from platform_pipelines.runtime.runner import (
-    CheckpointDamagedError,
-    RunOptions,
-    run_streams,
-    start_stream,
-)
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import CheckpointDamagedError, run_streams, start_stream
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.state.keyed import Clock, Event, State, Step
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams

@@ -15,7 +15,8 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.reprocess import plan_reprocess
 from platform_pipelines.runtime.reprocess_rebuild import rebuild
 from platform_pipelines.runtime.reprocess_switch import switch
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.settings import PlatformSettings
 from platform_pipelines.state.keyed import Step
 from platform_pipelines.streams.catalog import load_registry

@@ -34,7 +34,8 @@ from platform_pipelines.runtime.lock import (
     retire,
 )
 from platform_pipelines.runtime.postgres_server import LocalPostgres
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.settings import PlatformSettings
 from platform_pipelines.streams.catalog import load_registry
 from platform_pipelines.streams.query import StreamContext

@@ -19,7 +19,8 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import last_written_batch
 from platform_pipelines.lakehouse.savepoint_manifest import Manifest
 from platform_pipelines.lakehouse.savepoint_tables import rows_after
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.runtime.savepoint_create import create_savepoint
 from platform_pipelines.runtime.savepoint_restore import restore_savepoint
 from platform_pipelines.runtime.savepoints import SavepointRefused

@@ -20,7 +20,8 @@ from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.state_operators import operators_from_files
 from platform_pipelines.lakehouse.state_reader import read_state
 from platform_pipelines.lakehouse.state_source import committed_batch, spark_operators
-from platform_pipelines.runtime.runner import RunOptions, start_stream
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import start_stream
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.declare import Stream

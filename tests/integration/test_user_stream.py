@@ -8,7 +8,8 @@ import pytest
 
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.query import StreamContext
 from platform_pipelines.streams.registry import StreamRegistry, declare_stream
 from tests.integration.events import at

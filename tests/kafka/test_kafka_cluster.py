@@ -26,7 +26,8 @@ from platform_pipelines.kafka.replication import gather_replication
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import rows_behind
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
-from platform_pipelines.runtime.runner import RunOptions, run_streams
+from platform_pipelines.runtime.run_options import RunOptions
+from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
 from tests.integration.events import ev

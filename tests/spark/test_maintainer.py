@@ -50,7 +50,8 @@ def append(spark: SparkSession, path: Path, events: list[dict[str, Any]]) -> Non
 
 def run_sessions(spark: SparkSession, lake: Lakehouse) -> None:
     """user_sessions, alone, to the end of what events holds (no Kafka: it reads a table)."""
-    from platform_pipelines.runtime.runner import RunOptions, run_streams
+    from platform_pipelines.runtime.run_options import RunOptions
+    from platform_pipelines.runtime.runner import run_streams
     from platform_pipelines.streams.query import StreamContext
 
     run_streams(
