@@ -197,6 +197,7 @@ def make_stream_op(name: str, streams: Sequence[Stream]) -> dg.OpDefinition:
                             options,
                             log.on_progress,
                             on_start=lambda s, phase: context.log.info(f"Starting {s} ({phase})"),
+                            on_note=lambda s, note: context.log.warning(f"{s}: {note}"),
                             recorder=recorder,
                             stop=stop,
                             lock=False,

@@ -35,7 +35,7 @@ from platform_pipelines.runtime.lock import CheckpointLocks
 from platform_pipelines.runtime.recorder import ProgressRecorder
 from platform_pipelines.runtime.run_options import RunOptions
 from platform_pipelines.runtime.savepoints import restore_pending
-from platform_pipelines.runtime.supervisor import ProgressCallback, Supervisor
+from platform_pipelines.runtime.supervisor import ProgressCallback, Restart, Supervisor
 from platform_pipelines.runtime.topic_wait import (
     Phase,
     TopicWait,
@@ -126,7 +126,8 @@ def run_streams(
     a caller that took the locks itself (before starting a JVM) passes ``lock=False``. ``watch``
     is called on every poll of the supervisor (say, to log a broker outage). ``on_note`` hears,
     per stream, what the run repaired before starting it (a first start cut short by a crash),
-    and that it waits for its Kafka topic, or starts now that the topic exists.
+    that it waits for its Kafka topic, or starts now that the topic exists, and that its query
+    died of a failure that passes (a busy machine) and starts again (``Supervisor``).
 
     A stream whose Kafka topic the broker does not have, and every stream of the run downstream
     of it, is recorded as ``waiting`` and started, catch-up first, once the topic exists (the
@@ -139,7 +140,7 @@ def run_streams(
         CheckpointDamagedError: a checkpoint is damaged (before its query starts).
         DeclarationChanged: a stream's key or columns changed since its checkpoint started
             (before any query starts).
-        StreamFailedError: a query died.
+        StreamFailedError: a query died (of a failure that passes: more than twice).
         GracefulStop: ``stop`` was set and every query stopped cleanly.
     """
     per_stream = options if isinstance(options, Mapping) else {s.name: options for s in streams}
@@ -163,7 +164,16 @@ def run_streams(
             recorder.start_phase(name, phase)  # its records then say which phase ran
         on_start(name, phase)
 
-    supervisor = Supervisor(on_progress, on_end=on_end, stop=stop, watch=watching)
+    def again(stream: Stream, phase: Phase) -> Restart:
+        def restart() -> StreamingQuery:
+            starting(stream.name, phase)
+            return start_stream(ctx, stream, per_stream[stream.name], phase)
+
+        return restart
+
+    supervisor = Supervisor(
+        on_progress, on_end=on_end, stop=stop, watch=watching, on_restart=on_note
+    )
     with locks:
         for stream in streams:
             upstream = ctx.lakehouse.table(stream.upstream).name if stream.topic is None else None
@@ -192,13 +202,18 @@ def run_streams(
                     query = start_stream(ctx, stream, per_stream[stream.name], "catch_up", later)
                     later = {}
                     supervisor.add(
-                        stream.name, query, stop_when_caught_up=stream.processing_time_timers
+                        stream.name,
+                        query,
+                        stop_when_caught_up=stream.processing_time_timers,
+                        restart=again(stream, "catch_up"),
                     )
                 supervisor.wait([s.name for s in wave])
             for stream in (s for s in ready if per_stream[s.name].mode == "continuous"):
                 starting(stream.name, "continuous")
                 supervisor.add(
-                    stream.name, start_stream(ctx, stream, per_stream[stream.name], "continuous")
+                    stream.name,
+                    start_stream(ctx, stream, per_stream[stream.name], "continuous"),
+                    restart=again(stream, "continuous"),
                 )
             supervisor.wait()
             while late.should_wait():

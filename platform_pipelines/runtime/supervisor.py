@@ -5,6 +5,10 @@ Nothing here knows Dagster: the owner passes callbacks for progress and query en
 A query is reported as ended cleanly only when Spark says so: when its handle no longer answers
 (its session or JVM is gone), the end is reported as a failure with that reason.
 
+A query that dies of a failure that passes on a restart (``health.restart.passing_failure``: a
+busy machine, not the data or the code) is started again from its checkpoint, at most
+``RESTARTS_IN_RUN`` times per stream in a run, when its owner said how (``add``'s ``restart``).
+
 Only batches that ran are reported: a trigger that found no new data also leaves a progress in
 ``recentProgress``, with no rows and the id of the batch still to come, which must not hide that
 batch when it runs.
@@ -21,11 +25,13 @@ from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
+from platform_pipelines.health.restart import RESTARTS_IN_RUN, passing_failure
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 
 Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
 EndCallback = Callable[[str, BaseException | None, str], None]  # name, error, query run id
+Restart = Callable[[], StreamingQuery]  # starts the stream's query again, from its checkpoint
 # A stop waits this long for the running batches to commit: a catch-up batch of 200,000 records
 # takes 10-20 s on 2 cores, and Dagster gives a canceling run 180 s before it marks it canceled
 # (dagster_home/dagster.yaml, run_monitoring.cancel_timeout_seconds).
@@ -59,22 +65,37 @@ class Supervisor:
         stop: StopRequest | None = None,
         poll_seconds: float = 1.0,
         watch: Callable[[], None] | None = None,
+        on_restart: Callable[[str, str], None] = lambda name, note: None,
     ) -> None:
         self._on_progress = on_progress
+        self._on_restart = on_restart
         self._watch = watch
         self._on_end = on_end
         self._stop = stop or StopRequest()
         self._poll = poll_seconds
         self._queries: dict[str, StreamingQuery] = {}
+        self._restart: dict[str, Restart] = {}
+        self.restarts: dict[str, int] = {}  # stream -> its query's restarts in this run
         self._catch_up: set[str] = set()
         self._ended: set[str] = set()
         self.last_batch: dict[str, int] = {}
         self.abandoned: list[str] = []  # streams whose running batch a stop did not wait for
 
-    def add(self, name: str, query: StreamingQuery, stop_when_caught_up: bool = False) -> None:
+    def add(
+        self,
+        name: str,
+        query: StreamingQuery,
+        stop_when_caught_up: bool = False,
+        restart: Restart | None = None,
+    ) -> None:
         """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query with
-        processing-time timers, which Spark would never end) it is stopped once caught up."""
+        processing-time timers, which Spark would never end) it is stopped once caught up.
+        ``restart`` starts it again after a failure that passes (none: every failure raises)."""
         self._queries[name] = query
+        if restart is None:
+            self._restart.pop(name, None)
+        else:
+            self._restart[name] = restart
         self._ended.discard(name)
         self.last_batch.setdefault(name, -1)
         if stop_when_caught_up:
@@ -98,7 +119,7 @@ class Supervisor:
                 try:
                     self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
                 except StreamingQueryException as error:
-                    raise StreamFailedError(summarize_failure(active[0], error)) from error
+                    self._failed(active[0], error)
                 self.poll()
             self.poll()
         except GracefulStop:
@@ -113,14 +134,37 @@ class Supervisor:
         """Report new progress of every query; raise StreamFailedError for a dead one."""
         if self._watch is not None:
             self._watch()
-        for name, query in self._queries.items():
+        for name, query in list(self._queries.items()):
             self._report_batches(name, query)
             error = _query_error(name, query)
             if error is not None:
-                self.stop_all()
-                raise StreamFailedError(summarize_failure(name, error)) from error
+                self._failed(name, error)
+                continue
             if name in self._catch_up and _caught_up(query):
                 query.stop()
+
+    def query(self, name: str) -> StreamingQuery:
+        """The query that runs (or last ran) stream ``name``: a restart replaces it."""
+        return self._queries[name]
+
+    def _failed(self, name: str, error: BaseException) -> None:
+        """Stream ``name``'s query died of ``error``: start it again when the failure passes and
+        its restarts in this run allow; otherwise stop every query and raise."""
+        why = passing_failure(str(error))
+        restart, done = self._restart.get(name), self.restarts.get(name, 0)
+        if why is None or restart is None or done >= RESTARTS_IN_RUN:
+            self.stop_all()
+            raise StreamFailedError(summarize_failure(name, error)) from error
+        failed = self._queries[name]
+        self._report_batches(name, failed)
+        self._on_end(name, error, _run_id(failed))
+        self.restarts[name] = done + 1
+        self._on_restart(
+            name,
+            f"{summarize_failure(name, error)} ({why}); starting it again from its checkpoint "
+            f"(restart {done + 1} of at most {RESTARTS_IN_RUN} in this run)",
+        )
+        self._queries[name] = restart()
 
     def stop_all(self) -> dict[str, int]:
         """Stop every query after the batch it runs: each is told to start no new batch, commits

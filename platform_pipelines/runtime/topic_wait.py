@@ -89,7 +89,7 @@ class _Group:
     continuous: list[Stream]
     started: bool = False
     done: bool = False
-    running: list[StreamingQuery] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)  # the streams of the running wave
 
 
 class TopicWait:
@@ -116,7 +116,7 @@ class TopicWait:
         self._note = on_note
         self._every = every_seconds
         self._next_check = time.monotonic() + every_seconds
-        self._started: list[StreamingQuery] = []  # every query started here, for ``idle``
+        self._started: list[str] = []  # every stream started here, for ``idle``
 
     @property
     def never_started(self) -> list[Stream]:
@@ -161,12 +161,12 @@ class TopicWait:
                 time.sleep(poll_seconds)
 
     def _for_supervisor(self) -> bool:
-        return any(q.isActive or q.exception() is not None for q in self._started)
+        return any(self._live(name) for name in self._started)
 
     def _advance(self, group: _Group) -> None:
         """Start the group's next phase once its running one ended; a query that died is left
         to the supervisor, which raises for it."""
-        if any(q.isActive or q.exception() is not None for q in group.running):
+        if any(self._live(name) for name in group.running):
             return
         group.running = []
         if not group.waves:
@@ -177,9 +177,19 @@ class TopicWait:
         for stream in group.waves.pop(0):
             group.running.append(self._run(stream, "catch_up"))
 
-    def _run(self, stream: Stream, phase: Phase) -> StreamingQuery:
-        query = self._start(stream, phase)
+    def _live(self, name: str) -> bool:
+        """Whether stream ``name``'s query runs or died (for the supervisor to restart or report):
+        asked of the supervisor's query, which a restart replaces."""
+        query = self._supervisor.query(name)
+        return bool(query.isActive) or query.exception() is not None
+
+    def _run(self, stream: Stream, phase: Phase) -> str:
         caught_up = phase == "catch_up" and stream.processing_time_timers
-        self._supervisor.add(stream.name, query, stop_when_caught_up=caught_up)
-        self._started.append(query)
-        return query
+        self._supervisor.add(
+            stream.name,
+            self._start(stream, phase),
+            stop_when_caught_up=caught_up,
+            restart=lambda: self._start(stream, phase),
+        )
+        self._started.append(stream.name)
+        return stream.name

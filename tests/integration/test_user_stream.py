@@ -52,3 +52,48 @@ def test_running_count_per_key_is_upserted_exactly_once_across_runs(
     assert sorted(r["kafka_offset"] for r in raw) == [0, 1, 2, 4, 5, 6]  # 3 was "oops"
     quarantine = spark.read.format("delta").load(str(ctx.lakehouse.table("quarantine"))).collect()
     assert [(r["raw_value"], r["reason"]) for r in quarantine] == [("oops", "invalid JSON")]
+
+
+def test_a_query_whose_python_start_times_out_starts_again_and_counts_exactly_once(
+    spark, kafka_broker, topic_factory, tmp_path, monkeypatch
+):
+    """On a busy machine the Python process Spark starts for a Python transformWithState's
+    driver-side setup can take longer than the fixed 10 s Spark waits for it: the query dies at
+    its first batch. The run starts it again from its checkpoint instead of failing."""
+    slowed = tmp_path / "slowed"
+    slow_python = tmp_path / "slow-python"
+    slow_python.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *transform_with_state_driver_worker*)\n'
+        f'  if [ ! -e "{slowed}" ]; then touch "{slowed}"; sleep 14; fi;;\n'
+        "esac\n"
+        f'exec "{spark.sparkContext.pythonExec}" "$@"\n'
+    )
+    slow_python.chmod(0o755)
+    # The queries built now start their Python processes through it (the first setup: 14 s).
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(slow_python))
+    topic = topic_factory("keys-slow", partitions=1)
+    example = STREAMS[0]
+    registry = StreamRegistry()
+    declare_stream(registry, replace(example, source=replace(example.source, topic=topic)))
+    ctx = StreamContext(spark, Lakehouse(tmp_path / "lake"), kafka_broker)
+    produce_events(
+        kafka_broker, topic, [keyed("a", 0), keyed("b", 1), keyed("a", 2)], key_field="key"
+    )
+    notes: list[tuple[str, str]] = []
+
+    supervisor = run_streams(
+        ctx,
+        list(registry),
+        RunOptions(mode="catch_up"),
+        lambda *_: None,
+        on_note=lambda name, text: notes.append((name, text)),
+    )
+
+    assert slowed.exists()  # the slow start happened
+    assert supervisor.restarts == {"key_counts": 1}
+    assert [name for name, text in notes if "starting it again" in text] == ["key_counts"]
+    assert "Python worker failed to connect back" in notes[-1][1]
+    table = str(ctx.lakehouse.table("key_counts"))
+    counts = {r["key"]: r["count"] for r in spark.read.format("delta").load(table).collect()}
+    assert counts == {"a": 2, "b": 1}

@@ -8,10 +8,13 @@ tests/dagster/test_terminal_stop.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from platform_pipelines.runtime.interrupts import StopRequest
-from platform_pipelines.runtime.supervisor import Supervisor
+from platform_pipelines.runtime.supervisor import StreamFailedError, Supervisor
 
 RAN = {"addBatch": 120, "getBatch": 0, "latestOffset": 3, "triggerExecution": 400, "walCommit": 9}
 
@@ -89,3 +92,86 @@ def test_a_query_waiting_for_its_trigger_is_stopped_without_cutting_a_batch() ->
 
     assert supervisor.stop_all() == {"events": 0}
     assert (supervisor.abandoned, query.stopped_running, query.isActive) == ([], False, False)
+
+
+BUSY = "Python worker failed to connect back."  # Spark's first line when a Python start times out
+
+
+@dataclass
+class FailedQuery(RecordedQuery):
+    """A query that died of ``error``."""
+
+    error: str = BUSY
+    isActive: bool = False
+
+    def exception(self) -> RuntimeError:  # type: ignore[override]
+        return RuntimeError(self.error)
+
+
+def restarting(queries: list[RecordedQuery], started: list[str]) -> Callable[[], RecordedQuery]:
+    """A restart that hands out ``queries`` in turn and notes each call in ``started``."""
+
+    def restart() -> RecordedQuery:
+        started.append("restart")
+        return queries.pop(0)
+
+    return restart
+
+
+def test_a_query_that_dies_of_a_busy_machine_starts_again_and_its_end_is_reported() -> None:
+    ends: list[tuple[str, str, str]] = []
+    notes: list[tuple[str, str]] = []
+    started: list[str] = []
+    supervisor = Supervisor(
+        lambda name, p: None,
+        on_end=lambda name, error, run: ends.append((name, str(error), run)),
+        on_restart=lambda name, note: notes.append((name, note)),
+    )
+    again = RecordedQuery([ran(0, 4, "2026-11-26T16:30:00.000Z")], runId="run-2")
+    supervisor.add("key_counts", FailedQuery(runId="run-1"), restart=restarting([again], started))  # type: ignore[arg-type]
+
+    supervisor.poll()
+    supervisor.poll()
+
+    assert started == ["restart"]
+    assert supervisor.query("key_counts") is again
+    assert supervisor.restarts == {"key_counts": 1}
+    assert supervisor.last_batch == {"key_counts": 0}  # the new query's batch is reported
+    assert ends == [("key_counts", BUSY, "run-1")]
+    assert notes == [
+        (
+            "key_counts",
+            "Stream 'key_counts' failed: Python worker failed to connect back. (a Python process "
+            "Spark started did not connect back within Spark's fixed 10 s: the machine was busy); "
+            "starting it again from its checkpoint (restart 1 of at most 2 in this run)",
+        )
+    ]
+
+
+def test_the_third_failure_of_a_busy_machine_in_a_run_fails_the_run() -> None:
+    started: list[str] = []
+    supervisor = Supervisor(lambda name, p: None)
+    more = [FailedQuery(runId="run-2"), FailedQuery(runId="run-3")]
+    supervisor.add("key_counts", FailedQuery(), restart=restarting(more, started))  # type: ignore[arg-type]
+
+    supervisor.poll()
+    supervisor.poll()
+    with pytest.raises(StreamFailedError, match="key_counts' failed: Python worker failed"):
+        supervisor.poll()
+    assert (started, supervisor.restarts) == (["restart", "restart"], {"key_counts": 2})
+
+
+@pytest.mark.parametrize(
+    ("error", "restart"),
+    [("[DIVIDE_BY_ZERO] Division by zero.", True), (BUSY, False)],
+    ids=["a failure of the data or the code", "no way to restart it"],
+)
+def test_other_failures_fail_the_run_without_a_restart(error: str, restart: bool) -> None:
+    started: list[str] = []
+    supervisor = Supervisor(lambda name, p: None)
+    again = restarting([RecordedQuery()], started) if restart else None
+    supervisor.add("events", FailedQuery(error=error), restart=again)  # type: ignore[arg-type]
+
+    with pytest.raises(StreamFailedError, match=r"Stream 'events' failed: "):
+        supervisor.poll()
+    assert (started, supervisor.restarts) == ([], {})
