@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.core.records import ProgressRecord
@@ -192,6 +192,7 @@ def evaluate_stream(
     """Every cheap judgement of one stream."""
     facts = inspect_checkpoint(lakehouse.checkpoint(stream.name))
     lag = stream_lag(stream, lakehouse, facts, broker)
+    lag = replace(lag, measured_at=now) if lag is not None else None
     cause = lag.unknown_because if lag is not None and lag.records is None else None
     policy = config.policy
     verdicts = [

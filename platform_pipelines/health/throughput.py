@@ -13,6 +13,7 @@ from platform_pipelines.core.spark_progress import (
     input_rows,
     processed_rate,
     query_run,
+    started_at,
 )
 from platform_pipelines.core.units import count
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
@@ -33,12 +34,15 @@ class Lag:
             unknown.
         unknown_because: why ``records`` is unknown (say, the broker does not answer).
         remedy: what to do about it, when not the default (bring the input back).
+        measured_at: when it was measured (epoch seconds); with it, the verdict knows the rate
+            input arrives at now (``arrival_rate``).
     """
 
     input: str
     records: int | None
     unknown_because: str = ""
     remedy: str = ""
+    measured_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,9 @@ def judge_falling_behind(
     if lag is not None:
         window = current[-policy.window_batches :]
         trigger = newest[-1].trigger_seconds if newest else 0.0
-        rhythm = Rhythm(usual_lag(window, rates), _rhythm_known(window, rates, trigger))
+        arrival = 0.0 if catching_up else arrival_rate(lag, window)
+        known = _rhythm_known(window, rates, trigger) or arrival > 0
+        rhythm = Rhythm(usual_lag(window, rates, arrival), known)
         verdicts.append(_lag_verdict(lag, policy, catching_up, rhythm))
     return combine(FALLING_BEHIND, verdicts)
 
@@ -187,10 +193,11 @@ def _rate_verdict(rates: Rates, policy: HealthPolicy, catching_up: bool = False)
     return passed(FALLING_BEHIND, "no batch with input to judge", evidence)
 
 
-def usual_lag(window: Sequence[ProgressRecord], rates: Rates) -> int:
+def usual_lag(window: Sequence[ProgressRecord], rates: Rates, arrival: float = 0.0) -> int:
     """How many records a stream that keeps up is behind just before a commit: what arrives at
-    the window's input rate during one trigger interval and during the batch that commits it
-    (1,500 at 100 rows/s on a 10 s trigger with 5 s batches).
+    the window's input rate (or at ``arrival`` rows/s, the rate input arrives at now, when that
+    is higher) during one trigger interval and during the batch that commits it (1,500 at 100
+    rows/s on a 10 s trigger with 5 s batches).
 
     A batch is counted at its median length over the window, and at most the trigger interval:
     a stream that keeps up finishes a batch within its interval, so batches that grow past it
@@ -202,7 +209,25 @@ def usual_lag(window: Sequence[ProgressRecord], rates: Rates) -> int:
         return 0
     median = statistics.median(lengths)
     interval = window[-1].trigger_seconds or median
-    return int(rates.input * (interval + min(median, interval)))
+    return int(max(rates.input, arrival) * (interval + min(median, interval)))
+
+
+def arrival_rate(lag: Lag, window: Sequence[ProgressRecord]) -> float:
+    """Rows per second arriving at the input now: the records behind, over the time since the
+    newest batch started. A continuous batch reads its input to the end it had when the batch
+    started, so every record behind arrived since; 0 when that is not known.
+
+    The window's input rates are those of its batches: when the input grows faster (a surge,
+    or the first minute of a stream on a minute's trigger), the lag of a stream that keeps up
+    grows with it. Judged at the rate it arrives now, a lag warns only once the stream also
+    takes longer than twice its rhythm to commit it.
+    """
+    if lag.records is None or lag.measured_at is None or not window:
+        return 0.0
+    start = started_at(progress_of(window[-1]))
+    if start is None or lag.measured_at <= start:
+        return 0.0
+    return lag.records / (lag.measured_at - start)
 
 
 def _rhythm_known(window: Sequence[ProgressRecord], rates: Rates, trigger: float) -> bool:

@@ -12,7 +12,7 @@ from platform_pipelines.core.verdict import Status
 from platform_pipelines.health.policy import HealthPolicy
 from platform_pipelines.health.runs import RunState
 from platform_pipelines.health.throughput import Lag, Rates, judge_falling_behind, window_rates
-from tests.unit.health.factories import batches, real_records
+from tests.unit.health.factories import T0, batches, real_records
 
 TOPIC = "Kafka topic clicks"
 BROKER_DOWN = "the Kafka broker at 127.0.0.1:9092 does not answer (connection refused)"
@@ -459,4 +459,48 @@ def test_a_fast_stream_on_a_long_trigger_is_not_failed_before_every_commit():
         Status.FAIL,
         "3,360,001 records behind its Kafka topic clicks (fail above 3,360,000: twice the "
         "warning threshold, twice the 840,000 it is behind before each commit when it keeps up)",
+    )
+
+
+# batches(10): 100 rows/s on a 10 s trigger, 5 s batches; the newest started at T0 + 85 s and
+# is committed. A stream that keeps up is 1,500 records behind before each commit at that rate.
+SURGE = 40_000  # records behind after the input rose to 2,000 rows/s (20 s of it)
+
+
+def test_a_lag_that_grew_with_its_input_passes_while_the_stream_commits_in_its_rhythm():
+    # measured 20 s after the newest batch started: 2,000 rows/s arrive now; at that rate a
+    # stream that keeps up is 30,000 records behind before each commit
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, SURGE, measured_at=T0 + 105))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.PASS,
+        "processing 200.0 rows/s for 100.0 rows/s of input; 40,000 records behind its Kafka "
+        "topic clicks",
+    )
+
+
+def test_the_same_lag_warns_once_the_stream_takes_twice_its_rhythm_to_commit_it():
+    # measured 40 s after the newest batch started: longer than twice its 15 s rhythm, so the
+    # input's rate now (1,000 rows/s) says a stream that kept up would be 15,000 behind
+    verdict = judge_falling_behind(batches(10), Lag(TOPIC, SURGE, measured_at=T0 + 125))
+
+    assert (verdict.status, verdict.summary, verdict.remedy) == (
+        Status.WARN,
+        "40,000 records behind its Kafka topic clicks (warn above 30,000: twice the 15,000 it "
+        "is behind before each commit when it keeps up)",
+        LAG_REMEDY,
+    )
+
+
+def test_a_catch_up_is_judged_against_the_fail_threshold_alone_whenever_its_lag_is_measured():
+    records = [
+        replace(r, phase="catch_up", trigger_seconds=0.0)
+        for r in batches(10, rows_in=200_000, processed_rate=20_000.0)
+    ]
+
+    verdict = judge_falling_behind(records, Lag(TOPIC, 2_000_000, measured_at=T0 + 91))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.FAIL,
+        "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)",
     )
