@@ -33,7 +33,7 @@ system-deps: ## Install Chromium, Docker Compose, nginx, openssl and PostgreSQL 
 TEST_WORKERS ?= 2
 
 test: setup system-deps static docs ## Everything the tests need, the format/lint/type checks, the docs build, then the whole suite (unit, Kafka, Spark, Dagster, UI, the Spark cluster)
-	$(BIN)/pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
+	$(BIN)/pytest --durations=25 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 test-cluster: setup ## Only the tests on a real Spark standalone cluster, an executor kill included (also part of make test)
 	$(BIN)/pytest -m cluster

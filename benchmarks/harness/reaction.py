@@ -16,6 +16,8 @@ send of the record that completes the rule or of each background record:
   arrival on the alerts topic;
 - dedup path: the commit that made each background record visible in ``events``; p50 of the
   first and the last tenth of the records sent, whose ratio says whether the run fell behind;
+- health (platform): the health sensor's ``liveness`` and ``falling_behind`` verdicts on every
+  stream, and its lag, as the last input record is sent (when a backlog, if any, is largest);
 - stale services (platform): six services send heartbeats while the clickstream runs, then
   stop one by one, 2 s apart (their timeouts fall at every phase of the status stream's
   trigger); how long after each one's timeout ``service_status`` has its ``stale`` row, and the
@@ -83,7 +85,31 @@ def summary_line(sample: dict[str, Any]) -> str:
         f"{_s(alert['p50_seconds'])} (topic {_s(topic.get('p50_seconds'))}), dedup p50 "
         f"{_s(dedup['p50_seconds'])} (first/last tenth {_s(dedup['first_tenth_p50_seconds'])}/"
         f"{_s(dedup['last_tenth_p50_seconds'])}), load {sample['load_after']}"
+        f"{_unhealthy(sample.get('health_at_end_of_input'))}"
     )
+
+
+def _unhealthy(health: dict[str, dict[str, Any]] | None) -> str:
+    """The verdicts that did not pass, for the summary line.
+
+    >>> ok = {"status": "pass", "summary": "keeps up"}
+    >>> _unhealthy({"events": {"falling_behind": ok, "lag_records": 0}})
+    ', health: every stream passes'
+    >>> behind = {"status": "warn", "summary": "12,000 records behind"}
+    >>> _unhealthy({"bronze": {"falling_behind": behind, "liveness": ok, "lag_records": 12000}})
+    ', health: bronze falling_behind warn (12,000 records behind)'
+    >>> _unhealthy(None)
+    ''
+    """
+    if health is None:
+        return ""
+    bad = [
+        f"{stream} {check} {v['status']} ({v['summary']})"
+        for stream, checks in health.items()
+        for check, v in checks.items()
+        if isinstance(v, dict) and v["status"] != "pass"
+    ]
+    return f", health: {'; '.join(bad) or 'every stream passes'}"
 
 
 def _s(seconds: float | None) -> str:
@@ -131,6 +157,7 @@ def measure(
             )
             bursts.stop()
         produced = time.perf_counter()
+        health = pipeline.health() if pipeline.health else None
         dedup_rows = pipeline.visible_before + len(sent["sent_ms"])
         _wait_visible(pipeline.events_table, dedup_rows, cfg.drain_seconds, pipeline.alive)
         _wait_alerts(pipeline, bursts.sent_ms, cfg.drain_seconds)
@@ -153,6 +180,7 @@ def measure(
         "stale_service_seconds_after_timeout": _worst(stale),
         "stale_services_seconds_after_timeout": stale,
         "stale_services_never_shown": sum(s is None for s in stale) if stale else 0,
+        "health_at_end_of_input": health,
         "drain_seconds": round(drained, 2),
         "load_before": load_before,
         "load_after": load_after,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from kafka import KafkaProducer
 
@@ -19,9 +20,12 @@ from benchmarks.harness.env import Env
 from benchmarks.plain import alerts, dedup
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.defs.config import StreamOverride, StreamRunConfig
+from platform_pipelines.health.evaluate import evaluate_all
+from platform_pipelines.health.runs import RunState
 from platform_pipelines.kafka.heartbeats import heartbeat
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.recorder import ProgressRecorder
+from platform_pipelines.runtime.run_options import trigger_seconds
 from platform_pipelines.runtime.runner import run_streams
 from platform_pipelines.streams.builtin import BuiltinSettings, builtin_streams
 from platform_pipelines.streams.query import StreamContext
@@ -33,6 +37,9 @@ BEATS = 5  # heartbeats a service sends, one a second, before the first one fall
 # service per run moved between 3 and 16 s past its timeout from run to run).
 SILENT_SERVICES = 6
 SILENCE_SPACING_S = 2.0
+# The verdicts of the health sensor a sample keeps for each stream: what an operator would see.
+HEALTH_CHECKS = ("liveness", "falling_behind")
+Health = dict[str, dict[str, Any]]  # stream -> {check: {status, summary}, lag_records}
 
 
 @dataclass
@@ -110,6 +117,7 @@ class Pipeline:
     status_table: Path | None = None
     stale_after: timedelta = timedelta(minutes=5)
     visible_before: int = 0
+    health: Callable[[], Health] | None = None  # the sensor's verdicts now (platform only)
 
     def heartbeats(self, bootstrap: str, topic: str) -> Heartbeats | None:
         """The services that beat and fall silent (platform only): ``run`` them, then ask
@@ -156,10 +164,9 @@ def platform_pipeline(
         }
     )
     options = {s.name: launch.run_options(s) for s in streams}
+    store = ProgressStore(lake.root / "progress")
     recorder = ProgressRecorder(
-        ProgressStore(lake.root / "progress"),
-        f"bench-{uuid.uuid4().hex}",
-        {s: 0.0 for s in options},
+        store, f"bench-{uuid.uuid4().hex}", {s: trigger_seconds(o) for s, o in options.items()}
     )
     ctx = StreamContext(env.spark, lake, env.bootstrap, on_batch=recorder.record_batch)
     stop, running, errors = StopRequest(), threading.Event(), []
@@ -190,6 +197,23 @@ def platform_pipeline(
         if errors or not thread.is_alive():
             raise RuntimeError(f"the platform's pipeline stopped: {errors[:1]}")
 
+    def health() -> Health:
+        """The health sensor's cheap verdicts on every stream of the run, as it would judge them
+        now (the run runs every stream), and each stream's lag in records."""
+        running = RunState("running", "the bench's run")
+        found = evaluate_all(streams, lake, store, lambda s, r: running, env.bootstrap)
+        return {
+            h.stream.name: {
+                **{
+                    v.check: {"status": v.status.value, "summary": v.summary}
+                    for v in h.verdicts
+                    if v.check in HEALTH_CHECKS
+                },
+                "lag_records": h.lag.records if h.lag else None,
+            }
+            for h in found
+        }
+
     thread = threading.Thread(target=body, name=f"bench-{name}", daemon=True)
     thread.start()
     try:
@@ -202,6 +226,7 @@ def platform_pipeline(
             alive,
             status_table=lake.table("service_status"),
             stale_after=stale_after,
+            health=health,
         )
     finally:
         stop.why = "the end of the reaction measurement"
