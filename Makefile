@@ -112,7 +112,7 @@ bench-codegen: setup ## How much a continuous run spends compiling generated cod
 bench-state-show: setup ## `platform state show` against a bare JVM start, on the lakehouse `make demo` fills (benchmarks/results/state_show.json)
 	$(BIN)/python benchmarks/bench_state_show.py
 
-health-eval: $(INSTALLED) ## The health checks on 24 labelled scenarios (recorded traces, no JVM, ~10 s): the confusion matrix (benchmarks/results/health_eval.json)
+health-eval: $(INSTALLED) ## The health checks on 26 labelled scenarios (recorded traces, no JVM, ~10 s): the confusion matrix (benchmarks/results/health_eval.json)
 	COLUMNS=$${COLUMNS:-160} $(BIN)/python benchmarks/health_eval/evaluate.py
 
 bench-quick: setup ## The benchmark suite on tiny inputs (~4 min): a smoke run (benchmarks/results/suite-quick.*)

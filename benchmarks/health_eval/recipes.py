@@ -240,6 +240,31 @@ def slow_trickle(rec: Recording) -> None:
     rec.run(script)
 
 
+# The input rises from a trickle to SURGE_PER_TICK records a tick (about a second) after
+# TRICKLE_BATCHES batches: a surge its stream keeps up with (input_surge, on a 20 s trigger, so
+# that its rhythm before the surge says little about the lag during it), or one past what it
+# can process (surge_past_capacity).
+TRICKLE_BATCHES = 3
+SURGE_PER_TICK = 2000
+
+
+@recipe
+def input_surge(rec: Recording) -> None:
+    rec.create_topic()
+    clicks = Clicks()
+    surge: list[int] = []  # the batch the surge started at
+
+    def script(tick: Tick) -> bool:
+        if tick.batches < TRICKLE_BATCHES:
+            rec.send(clicks.now(20))
+            return False
+        surge[:] = surge or [tick.batches]
+        rec.send(clicks.now(SURGE_PER_TICK))
+        return tick.batches >= surge[0] + 4 and rec.finish()
+
+    rec.run(script, RunOptions(processing_time="20 seconds"))
+
+
 # --- faulty ---------------------------------------------------------------------------------------
 
 
@@ -363,6 +388,24 @@ def growing_lag(rec: Recording) -> None:
     def script(tick: Tick) -> bool:
         rec.send(keyed(itertools.islice(keys, 1000)), key_field="key")
         return (tick.batches >= 6 or tick.elapsed >= 75) and rec.finish()
+
+    rec.run(script)
+
+
+@recipe
+def surge_past_capacity(rec: Recording) -> None:
+    rec.create_topic()
+    names = [f"k{i}" for i in range(200)]
+    rec.send(keyed(names), key_field="key")  # every key once: the state holds 200 from the start
+    keys = itertools.cycle(names)
+
+    def script(tick: Tick) -> bool:
+        if tick.batches < TRICKLE_BATCHES:
+            rec.send(keyed(itertools.islice(keys, 20)), key_field="key")
+            return False
+        rec.mark_fault()
+        rec.send(keyed(itertools.islice(keys, 1000)), key_field="key")
+        return (tick.batches >= TRICKLE_BATCHES + 4 or tick.elapsed >= 120) and rec.finish()
 
     rec.run(script)
 

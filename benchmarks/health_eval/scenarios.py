@@ -1,4 +1,4 @@
-"""The labelled scenarios: twelve healthy, twelve faulty, each with what every check must say.
+"""The labelled scenarios: thirteen healthy, thirteen faulty, each with what every check must say.
 
 A healthy scenario must pass every check at every moment of its recording. A faulty one must be
 failed (or warned, where warning is the documented level) by the checks that watch its cause,
@@ -64,6 +64,12 @@ HEALTHY = [
         "events",
         run=RunFacts("CANCELED"),
         judged_after=3600.0,
+    ),
+    healthy(
+        "input_surge",
+        "on a 20 s trigger, after three batches of a trickle the input rises to 2,000 records a second: bronze keeps up",
+        s.bronze,
+        "clickstream_raw",
     ),
     healthy(
         "catch_up_of_a_large_backlog",
@@ -196,6 +202,18 @@ FAULTY = [
         s.keyed(s.SlowCount(seconds_per_event=0.004)),
         "key_counts",
         cause="processing is slower than the input",
+        expect={
+            "falling_behind": Expect(
+                WARN, within_batches=POLICY.min_rate_batches, remedy_names=("keep up", "capacity")
+            )
+        },
+    ),
+    faulty(
+        "surge_past_capacity",
+        "after three batches of a trickle, the input rises to four times what the logic processes",
+        s.keyed(s.SlowCount(seconds_per_event=0.004)),
+        "key_counts",
+        cause="the input rose past what the stream processes",
         expect={
             "falling_behind": Expect(
                 WARN, within_batches=POLICY.min_rate_batches, remedy_names=("keep up", "capacity")
