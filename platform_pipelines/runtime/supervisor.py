@@ -56,7 +56,8 @@ def summarize_failure(name: str, error: BaseException) -> str:
 
 
 class Supervisor:
-    """Watches running queries, reports each new progress once and raises when one fails."""
+    """Watches running queries, reports each new progress once, starts again one that died of a
+    failure that passes (when told how) and raises when one fails otherwise."""
 
     def __init__(
         self,
@@ -104,7 +105,8 @@ class Supervisor:
             self._catch_up.discard(name)
 
     def wait(self, names: Sequence[str] | None = None) -> None:
-        """Block until the named queries (default: all) end; raise if one fails.
+        """Block until the named queries (default: all) end; raise if one fails (and is not
+        started again: ``_failed``).
 
         On a stop request every query is stopped after its running batch (``stop_all``) and
         ``GracefulStop`` is raised; on any other interrupt every query is stopped before it
@@ -112,16 +114,17 @@ class Supervisor:
         """
         watched = list(names or self._queries)
         try:
-            while active := [n for n in watched if self._queries[n].isActive]:
-                if self._stop.requested:
-                    stopped = self.stop_all()
-                    raise GracefulStop(self._stop.name, stopped, list(self.abandoned))
-                try:
-                    self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
-                except StreamingQueryException as error:
-                    self._failed(active[0], error)
+            while self._any_active(watched):  # the last poll may have started one again
+                while active := [n for n in watched if self._queries[n].isActive]:
+                    if self._stop.requested:
+                        stopped = self.stop_all()
+                        raise GracefulStop(self._stop.name, stopped, list(self.abandoned))
+                    try:
+                        self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
+                    except StreamingQueryException as error:
+                        self._failed(active[0], error)
+                    self.poll()
                 self.poll()
-            self.poll()
         except GracefulStop:
             raise
         except BaseException:
@@ -130,8 +133,12 @@ class Supervisor:
         finally:
             self._report_ends()
 
+    def _any_active(self, names: Sequence[str]) -> bool:
+        return any(self._queries[n].isActive for n in names)
+
     def poll(self) -> None:
-        """Report new progress of every query; raise StreamFailedError for a dead one."""
+        """Report new progress of every query; start a dead one again when its failure passes,
+        raise StreamFailedError for it otherwise (``_failed``)."""
         if self._watch is not None:
             self._watch()
         for name, query in list(self._queries.items()):
@@ -149,10 +156,11 @@ class Supervisor:
 
     def _failed(self, name: str, error: BaseException) -> None:
         """Stream ``name``'s query died of ``error``: start it again when the failure passes and
-        its restarts in this run allow; otherwise stop every query and raise."""
+        its restarts in this run allow and no stop was asked for; otherwise stop every query and
+        raise."""
         why = passing_failure(str(error))
         restart, done = self._restart.get(name), self.restarts.get(name, 0)
-        if why is None or restart is None or done >= RESTARTS_IN_RUN:
+        if why is None or restart is None or done >= RESTARTS_IN_RUN or self._stop.requested:
             self.stop_all()
             raise StreamFailedError(summarize_failure(name, error)) from error
         failed = self._queries[name]

@@ -165,7 +165,7 @@ class TopicWait:
 
     def _advance(self, group: _Group) -> None:
         """Start the group's next phase once its running one ended; a query that died is left
-        to the supervisor, which raises for it."""
+        to the supervisor, which starts it again or raises for it."""
         if any(self._live(name) for name in group.running):
             return
         group.running = []

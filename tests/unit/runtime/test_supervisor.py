@@ -175,3 +175,60 @@ def test_other_failures_fail_the_run_without_a_restart(error: str, restart: bool
     with pytest.raises(StreamFailedError, match=r"Stream 'events' failed: "):
         supervisor.poll()
     assert (started, supervisor.restarts) == ([], {})
+
+
+def test_a_query_that_dies_of_a_busy_machine_after_a_stop_was_asked_for_is_not_started_again() -> (
+    None
+):
+    started: list[str] = []
+    supervisor = Supervisor(lambda name, p: None, stop=StopRequest(signal=15, count=1))
+    supervisor.add("key_counts", FailedQuery(), restart=restarting([RecordedQuery()], started))  # type: ignore[arg-type]
+
+    with pytest.raises(StreamFailedError, match="Python worker failed to connect back"):
+        supervisor.poll()
+    assert (started, supervisor.restarts) == ([], {})
+
+
+class DyingQuery:
+    """Active when first asked; by the next question it died of a busy machine."""
+
+    runId = "run-1"
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.recentProgress: list[dict] = []
+        self.status = {"isTriggerActive": False}
+
+    @property
+    def isActive(self) -> bool:
+        self.asked += 1
+        return self.asked == 1
+
+    def exception(self) -> RuntimeError | None:
+        return RuntimeError(BUSY) if self.asked > 1 else None
+
+    def awaitTermination(self, seconds: float) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+
+@dataclass
+class EndingQuery(RecordedQuery):
+    """Runs until awaited once, then ends cleanly."""
+
+    def awaitTermination(self, seconds: float) -> None:
+        self.isActive = False
+
+
+def test_waiting_goes_on_for_a_query_started_again_after_the_others_ended() -> None:
+    started: list[str] = []
+    again = EndingQuery(runId="run-2")
+    supervisor = Supervisor(lambda name, p: None, poll_seconds=0.01)
+    supervisor.add("key_counts", DyingQuery(), restart=restarting([again], started))  # type: ignore[arg-type]
+
+    supervisor.wait()
+
+    assert started == ["restart"]
+    assert supervisor.query("key_counts") is again and not again.isActive  # waited for its end
