@@ -124,7 +124,10 @@ def judge_falling_behind(
     if lag is not None:
         window = current[-policy.window_batches :]
         trigger = newest[-1].trigger_seconds if newest else 0.0
-        arrival = 0.0 if catching_up else arrival_rate(lag, window)
+        # batches capped by a catch-up (this one, or the one the continuous phase starts after)
+        # leave behind more than arrived since: not a rate
+        capped = catching_up or (bool(window) and _catching_up(window[-1]))
+        arrival = 0.0 if capped else arrival_rate(lag, window)
         known = _rhythm_known(window, rates, trigger) or arrival > 0
         rhythm = Rhythm(usual_lag(window, rates, arrival), known)
         verdicts.append(_lag_verdict(lag, policy, catching_up, rhythm))

@@ -504,3 +504,17 @@ def test_a_catch_up_is_judged_against_the_fail_threshold_alone_whenever_its_lag_
         Status.FAIL,
         "2,000,000 records behind its Kafka topic clicks (fail above 1,000,000)",
     )
+
+
+def test_the_lag_after_a_catch_up_is_not_taken_as_the_rate_input_arrives_at():
+    # the continuous phase started (its start record is the newest) but has run no batch: the
+    # window is the catch-up's, whose capped batches left a backlog that did not all arrive since
+    catch_up = [replace(r, phase="catch_up", trigger_seconds=0.0) for r in batches(10)]
+    start = replace(catch_up[-1], event="started", phase="continuous", progress=None, ts=T0 + 92)
+
+    verdict = judge_falling_behind([*catch_up, start], Lag(TOPIC, SURGE, measured_at=T0 + 105))
+
+    assert (verdict.status, verdict.summary) == (
+        Status.WARN,
+        "40,000 records behind its Kafka topic clicks (warn above 10,000)",
+    )
