@@ -22,6 +22,13 @@ from platform_pipelines.health.policy import HealthPolicy
 POLICY = HealthPolicy()
 FAIL, WARN = Status.FAIL, Status.WARN
 FIRST_LOOK = 1  # a fact of the checkpoint or the broker is judged on the next evaluation
+SLOW = s.keyed(s.SlowCount(seconds_per_event=0.004))  # a count that spends 4 ms on each event
+# A stream too slow for its input: warned once the rates of min_rate_batches full batches say so.
+BEHIND = {
+    "falling_behind": Expect(
+        WARN, within_batches=POLICY.min_rate_batches, remedy_names=("keep up", "capacity")
+    )
+}
 
 
 def healthy(name: str, summary: str, streams: s.Streams, stream: str, **kw: object) -> Scenario:
@@ -199,26 +206,18 @@ FAULTY = [
     faulty(
         "growing_lag",
         "the stream's logic is too slow for its input: every batch is longer than the last",
-        s.keyed(s.SlowCount(seconds_per_event=0.004)),
+        SLOW,
         "key_counts",
         cause="processing is slower than the input",
-        expect={
-            "falling_behind": Expect(
-                WARN, within_batches=POLICY.min_rate_batches, remedy_names=("keep up", "capacity")
-            )
-        },
+        expect=BEHIND,
     ),
     faulty(
         "surge_past_capacity",
         "after three batches of a trickle, the input rises to four times what the logic processes",
-        s.keyed(s.SlowCount(seconds_per_event=0.004)),
+        SLOW,
         "key_counts",
         cause="the input rose past what the stream processes",
-        expect={
-            "falling_behind": Expect(
-                WARN, within_batches=POLICY.min_rate_batches, remedy_names=("keep up", "capacity")
-            )
-        },
+        expect=BEHIND,
     ),
     faulty(
         "tight_watermark_drops_valid_rows",
