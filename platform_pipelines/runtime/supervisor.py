@@ -27,6 +27,13 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from platform_pipelines.health.restart import RESTARTS_IN_RUN, passing_failure
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
+from platform_pipelines.runtime.query_state import (
+    active,
+    caught_up,
+    end_after_batch,
+    ran,
+    runs_batch,
+)
 
 Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
@@ -147,7 +154,7 @@ class Supervisor:
             if error is not None:
                 self._failed(name, error)
                 continue
-            if name in self._catch_up and _caught_up(query):
+            if name in self._catch_up and caught_up(query):
                 query.stop()
 
     def query(self, name: str) -> StreamingQuery:
@@ -182,14 +189,14 @@ class Supervisor:
         and the batch reruns on the next start) and they are listed in ``abandoned``. A query
         that fails to stop does not keep the others running. Returns each stream's last batch."""
         deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
-        running = {n: q for n, q in self._queries.items() if self._attempt(n, _active, q)}
+        running = {n: q for n, q in self._queries.items() if self._attempt(n, active, q)}
         for name, query in running.items():
-            self._attempt(name, _end_after_batch, query)
+            self._attempt(name, end_after_batch, query)
         while running and not self._stop.impatient and time.monotonic() < deadline:
-            for name in [n for n, q in running.items() if not self._attempt(n, _runs, q)]:
+            for name in [n for n, q in running.items() if not self._attempt(n, runs_batch, q)]:
                 self._attempt(name, running.pop(name).stop)
             time.sleep(0.1 if running else 0)
-        self.abandoned += [n for n, q in running.items() if self._attempt(n, _runs, q)]
+        self.abandoned += [n for n, q in running.items() if self._attempt(n, runs_batch, q)]
         for name, query in self._queries.items():
             self._attempt(name, query.stop)
             self._attempt(name, self._report_batches, name, query)
@@ -199,7 +206,7 @@ class Supervisor:
     def _report_batches(self, name: str, query: StreamingQuery) -> None:
         """Report each batch of ``query`` that ran and was not reported yet, oldest first."""
         for progress in query.recentProgress:
-            if _ran(progress) and int(progress["batchId"]) > self.last_batch[name]:
+            if ran(progress) and int(progress["batchId"]) > self.last_batch[name]:
                 self.last_batch[name] = int(progress["batchId"])
                 self._on_progress(name, progress)
 
@@ -232,57 +239,6 @@ class Supervisor:
             if not active:
                 self._ended.add(name)
                 self._on_end(name, _query_error(name, query), _run_id(query))
-
-
-def _end_after_batch(query: StreamingQuery) -> bool:
-    """Tell ``query`` to start no new batch; whether Spark took it.
-
-    Spark (4.2) has no public call for it: ``StreamingQuery.stop()`` sets the query's state to
-    TERMINATED, which its batch loop checks before each batch, and then cancels the running
-    batch's jobs. This sets the state alone, so the running batch commits and the loop ends.
-    """
-    try:
-        engine = query._jsq.streamingQuery()
-        package = engine.getClass().getPackage().getName()
-        loader = engine.getClass().getClassLoader()
-        terminated = loader.loadClass(f"{package}.TERMINATED$").getField("MODULE$").get(None)
-        engine.state().set(terminated)
-    except (Py4JError, AttributeError) as error:  # another Spark, or Spark Connect
-        log.warning(
-            "Cannot ask a query to end after its batch (%s); it is stopped when idle", error
-        )
-        return False
-    return True
-
-
-def _runs(query: StreamingQuery) -> bool:
-    """Whether a batch of ``query`` runs now (its trigger is active). One that runs none can be
-    stopped without cutting a batch: once told to end after its batch, it starts no other
-    (had that failed, one could start in the moment before its stop)."""
-    return bool(query.status["isTriggerActive"])
-
-
-def _active(query: StreamingQuery) -> bool:
-    return bool(query.isActive)
-
-
-def _ran(progress: Progress) -> bool:
-    """Whether the progress is of a batch that ran, not of a trigger that found nothing to do
-    (which has no ``addBatch`` time, no rows and the id of the batch still to come)."""
-    return "addBatch" in (progress.get("durationMs") or {})
-
-
-def _caught_up(query: StreamingQuery) -> bool:
-    """An availableNow query whose last batch found nothing left to read.
-
-    A query with processing-time timers always asks Spark for another (no-data) batch, so
-    availableNow alone would never end it. Only such queries are judged by this: for others an
-    empty progress between batches could stop a catch-up early.
-    """
-    if not query.isActive:
-        return False
-    last = query.lastProgress
-    return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
 
 
 def _run_id(query: StreamingQuery) -> str:

@@ -1,0 +1,65 @@
+"""What a running query is doing, read from Spark: in a batch or not, caught up, told to end
+after its batch. The supervisor decides with these when a query can be stopped without cutting
+a batch; each leans on a detail of Spark (4.2) written down where it is used."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from py4j.protocol import Py4JError
+from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger(__name__)
+
+
+def end_after_batch(query: StreamingQuery) -> bool:
+    """Tell ``query`` to start no new batch; whether Spark took it.
+
+    Spark (4.2) has no public call for it: ``StreamingQuery.stop()`` sets the query's state to
+    TERMINATED, which its batch loop checks before each batch, and then cancels the running
+    batch's jobs. This sets the state alone, so the running batch commits and the loop ends.
+    """
+    try:
+        engine = query._jsq.streamingQuery()
+        package = engine.getClass().getPackage().getName()
+        loader = engine.getClass().getClassLoader()
+        terminated = loader.loadClass(f"{package}.TERMINATED$").getField("MODULE$").get(None)
+        engine.state().set(terminated)
+    except (Py4JError, AttributeError) as error:  # another Spark, or Spark Connect
+        log.warning(
+            "Cannot ask a query to end after its batch (%s); it is stopped when idle", error
+        )
+        return False
+    return True
+
+
+def runs_batch(query: StreamingQuery) -> bool:
+    """Whether a batch of ``query`` runs now (its trigger is active). One that runs none can be
+    stopped without cutting a batch: once told to end after its batch, it starts no other
+    (had that failed, one could start in the moment before its stop)."""
+    return bool(query.status["isTriggerActive"])
+
+
+def active(query: StreamingQuery) -> bool:
+    return bool(query.isActive)
+
+
+def ran(progress: Mapping[str, Any]) -> bool:
+    """Whether the progress is of a batch that ran, not of a trigger that found nothing to do
+    (which has no ``addBatch`` time, no rows and the id of the batch still to come)."""
+    return "addBatch" in (progress.get("durationMs") or {})
+
+
+def caught_up(query: StreamingQuery) -> bool:
+    """An availableNow query whose last batch found nothing left to read.
+
+    A query with processing-time timers always asks Spark for another (no-data) batch, so
+    availableNow alone would never end it. Only such queries are judged by this: for others an
+    empty progress between batches could stop a catch-up early.
+    """
+    if not query.isActive:
+        return False
+    last = query.lastProgress
+    return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
