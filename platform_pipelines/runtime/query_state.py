@@ -1,6 +1,6 @@
-"""What a running query is doing, read from Spark: in a batch or not, caught up, told to end
-after its batch. The supervisor decides with these when a query can be stopped without cutting
-a batch; each leans on a detail of Spark (4.2) written down where it is used."""
+"""What a running query is doing, read from Spark: between batches or in one, caught up, told to
+end after its batch. The supervisor decides with these when a query can be stopped without
+cutting a batch; each leans on a detail of Spark (4.2) written down where it is used."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ from py4j.protocol import Py4JError
 from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
+
+# The status message Spark's batch loop sets as the last thing a trigger does
+# (``MicroBatchExecution.executeOneBatch``), and the one its thread sets as it ends.
+BETWEEN_TRIGGERS = "Waiting for next trigger"
+ENDED = "Stopped"
 
 
 def end_after_batch(query: StreamingQuery) -> bool:
@@ -35,11 +40,27 @@ def end_after_batch(query: StreamingQuery) -> bool:
     return True
 
 
+def between_batches(status: Mapping[str, Any]) -> bool:
+    """Whether a query whose status is ``status`` runs no batch now: its trigger ended and it
+    waits for the next one (or its thread ended).
+
+    ``isTriggerActive`` alone is not enough: a trigger that began just before the query was told
+    to end first shows the new trigger's fresh status, still inactive, then writes its batch's
+    offsets. The message is that of a finished trigger only once the trigger really ended.
+
+    >>> between_batches({"isTriggerActive": False, "message": "Waiting for next trigger"})
+    True
+    >>> between_batches({"isTriggerActive": False, "message": "Initializing StreamExecution"})
+    False
+    >>> between_batches({"isTriggerActive": True, "message": "Processing new data"})
+    False
+    """
+    return not status["isTriggerActive"] and status.get("message") in (BETWEEN_TRIGGERS, ENDED)
+
+
 def runs_batch(query: StreamingQuery) -> bool:
-    """Whether a batch of ``query`` runs now (its trigger is active). One that runs none can be
-    stopped without cutting a batch: once told to end after its batch, it starts no other
-    (had that failed, one could start in the moment before its stop)."""
-    return bool(query.status["isTriggerActive"])
+    """Whether ``query`` may be in a batch now (see ``between_batches``)."""
+    return not between_batches(query.status)
 
 
 def active(query: StreamingQuery) -> bool:

@@ -183,18 +183,27 @@ class Supervisor:
 
     def stop_all(self) -> dict[str, int]:
         """Stop every query after the batch it runs: each is told to start no new batch, commits
-        the one it runs, and is stopped once no batch runs (at once when it waits for its next
-        trigger). An impatient request (a second Ctrl-C), or a batch still running after 120 s,
-        stops the others at once: their running batch is abandoned (the checkpoint stays valid
-        and the batch reruns on the next start) and they are listed in ``abandoned``. A query
-        that fails to stop does not keep the others running. Returns each stream's last batch."""
+        the one it runs, and is stopped once seen between batches twice in a row (within 0.2 s
+        when it waits for its next trigger). An impatient request (a second Ctrl-C), or a batch
+        still running after 120 s, stops the others at once: their running batch is abandoned
+        (the checkpoint stays valid and the batch reruns on the next start) and they are listed
+        in ``abandoned``. A query that fails to stop does not keep the others running. Returns
+        each stream's last batch."""
         deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
         running = {n: q for n, q in self._queries.items() if self._attempt(n, active, q)}
         for name, query in running.items():
             self._attempt(name, end_after_batch, query)
+        # Seen between batches once: a trigger that began just before the query was told to end
+        # shows itself by the next look, 0.1 s later (query_state.between_batches).
+        idle_once: set[str] = set()
         while running and not self._stop.impatient and time.monotonic() < deadline:
-            for name in [n for n, q in running.items() if not self._attempt(n, runs_batch, q)]:
-                self._attempt(name, running.pop(name).stop)
+            for name, query in list(running.items()):
+                if self._attempt(name, runs_batch, query):
+                    idle_once.discard(name)
+                elif name in idle_once:
+                    self._attempt(name, running.pop(name).stop)
+                else:
+                    idle_once.add(name)
             time.sleep(0.1 if running else 0)
         self.abandoned += [n for n, q in running.items() if self._attempt(n, runs_batch, q)]
         for name, query in self._queries.items():

@@ -40,7 +40,8 @@ class RecordedQuery:
 
     @property
     def status(self) -> dict:
-        return {"isTriggerActive": self.running}
+        message = "Processing new data" if self.running else "Waiting for next trigger"
+        return {"isTriggerActive": self.running, "message": message}
 
     def exception(self) -> None:
         return None
@@ -92,6 +93,36 @@ def test_a_query_waiting_for_its_trigger_is_stopped_without_cutting_a_batch() ->
 
     assert supervisor.stop_all() == {"events": 0}
     assert (supervisor.abandoned, query.stopped_running, query.isActive) == ([], False, False)
+
+
+@dataclass
+class StartingQuery(RecordedQuery):
+    """A query whose trigger began just before it was told to end: the first look shows the new
+    trigger's fresh status (not active yet), the next ones its batch running, then done."""
+
+    looks: int = 0
+
+    @property
+    def status(self) -> dict:
+        self.looks += 1
+        if self.looks == 1:
+            return {"isTriggerActive": False, "message": "Initializing StreamExecution"}
+        self.running = self.looks < 4
+        return super().status
+
+    def stop(self) -> None:
+        self.running = self.looks < 4  # the batch began at the first look, done after the 3rd
+        super().stop()
+
+
+def test_a_trigger_that_began_as_the_stop_came_is_let_commit_its_batch() -> None:
+    supervisor = Supervisor(lambda name, p: None, stop=StopRequest(signal=2, count=1))
+    query = StartingQuery([ran(2, 1, "2026-11-26T16:30:00.000Z")])
+    supervisor.add("events", query)  # type: ignore[arg-type]
+
+    supervisor.stop_all()
+
+    assert (supervisor.abandoned, query.stopped_running) == ([], False)
 
 
 BUSY = "Python worker failed to connect back."  # Spark's first line when a Python start times out
@@ -197,7 +228,7 @@ class DyingQuery:
     def __init__(self) -> None:
         self.asked = 0
         self.recentProgress: list[dict] = []
-        self.status = {"isTriggerActive": False}
+        self.status = {"isTriggerActive": False, "message": "Waiting for next trigger"}
 
     @property
     def isActive(self) -> bool:
