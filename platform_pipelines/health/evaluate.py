@@ -63,6 +63,7 @@ class Broker:
     end_offsets: Mapping[str, Mapping[int, int]] | None
     error: str = ""
     replication: ReplicationFacts | None = None  # None: not asked, or the broker did not say
+    answered_at: float | None = None  # when it gave the end offsets (epoch seconds)
 
     @property
     def down(self) -> str:
@@ -108,6 +109,7 @@ def ask_broker(
         return Broker(bootstrap, None, "connection refused")
     try:
         ends = end_offsets_many(bootstrap, sorted(set(topics)), timeout_s, skip_missing=True)
+        answered_at = time.time()
     except KafkaAccessError as error:  # TLS or credentials: the message names the setting to fix
         return Broker(bootstrap, None, str(error))
     except Exception as error:  # timed out, unknown topic...: lag is unknown, say why
@@ -115,8 +117,10 @@ def ask_broker(
     try:
         replication = gather_replication(bootstrap, sorted(set(topics)), timeout_s=timeout_s)
     except Exception as error:  # the offsets came: say why the copies are unknown
-        return Broker(bootstrap, ends, f"replicas unknown: {type(error).__name__}")
-    return Broker(bootstrap, ends, replication=replication)
+        return Broker(
+            bootstrap, ends, f"replicas unknown: {type(error).__name__}", answered_at=answered_at
+        )
+    return Broker(bootstrap, ends, replication=replication, answered_at=answered_at)
 
 
 def replication_verdict(topic: str, broker: Broker | None) -> Verdict:
@@ -180,6 +184,21 @@ def _upstream(stream: Stream, lakehouse: Lakehouse, facts: CheckpointFacts) -> l
     return [verdict] if verdict is not None else []
 
 
+def lag_measured_at(
+    stream: Stream, broker: Broker | None, now: float, clock: Callable[[], float] | None
+) -> float:
+    """When the lag of ``stream`` was true, judged live (with a ``clock``): for a topic, when
+    the broker gave its end offsets; for a table, when it was read (``clock()`` right after).
+    Without a clock (a replay of a recording, a test at a chosen time) it is ``now``. A lag
+    stamped earlier than it was true (at the evaluation's start) makes the rate input arrives
+    at look higher than it is, and a warning come late; stamped later, a warning early."""
+    if clock is None:
+        return now
+    if stream.topic is not None:
+        return broker.answered_at if broker is not None and broker.answered_at else now
+    return clock()
+
+
 def evaluate_stream(
     stream: Stream,
     lakehouse: Lakehouse,
@@ -188,11 +207,14 @@ def evaluate_stream(
     broker: Broker | None,
     now: float,
     config: HealthConfig = HealthConfig(),
+    clock: Callable[[], float] | None = None,
 ) -> StreamHealth:
-    """Every cheap judgement of one stream."""
+    """Every cheap judgement of one stream, at ``now``; ``clock`` (live: ``time.time``) stamps
+    a table's lag when it is read (``lag_measured_at``)."""
     facts = inspect_checkpoint(lakehouse.checkpoint(stream.name))
     lag = stream_lag(stream, lakehouse, facts, broker)
-    lag = replace(lag, measured_at=now) if lag is not None else None
+    if lag is not None:
+        lag = replace(lag, measured_at=lag_measured_at(stream, broker, now, clock))
     cause = lag.unknown_because if lag is not None and lag.records is None else None
     policy = config.policy
     verdicts = [
@@ -231,13 +253,16 @@ def evaluate_all(
     bootstrap: str | None,
     now: float | None = None,
     config: HealthConfig = HealthConfig(),
+    clock: Callable[[], float] | None = None,
 ) -> list[StreamHealth]:
-    """Evaluate every stream; the broker is asked once for all topics."""
-    now = time.time() if now is None else now
+    """Evaluate every stream at ``now``; the broker is asked once for all topics. With a
+    ``clock`` (and always when no ``now`` is given) each table's lag is stamped when read."""
+    if now is None:
+        now, clock = time.time(), clock or time.time
     broker = ask_broker(bootstrap, [s.topic for s in streams if s.topic])
     results = []
     for stream in streams:
         records = store.recent(stream.name, RECORDS_PER_EVALUATION)
         run = run_states(stream, records)
-        results.append(evaluate_stream(stream, lakehouse, records, run, broker, now, config))
+        results.append(evaluate_stream(stream, lakehouse, records, run, broker, now, config, clock))
     return results

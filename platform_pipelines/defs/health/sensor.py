@@ -44,12 +44,13 @@ def health_tick(
     now: float | None = None,
 ) -> Tick:
     """One evaluation of every stream, and the events to report for it."""
+    clock = time.time if now is None else None  # live: each lag stamped when it is read
     now = time.time() if now is None else now
     reported = Reported.from_json(json.loads(cursor)) if cursor else Reported()
     store = ProgressStore(settings.progress_dir)
     runs = RunFacts.load(instance, store, [s.name for s in streams])
     results = evaluate_all(
-        streams, lakehouse, store, runs, settings.bootstrap_servers(), now, config
+        streams, lakehouse, store, runs, settings.bootstrap_servers(), now, config, clock
     )
     events: list[Event] = []
     for health in results:
