@@ -27,12 +27,14 @@ from pathlib import Path
 from platform_pipelines.settings import REPO_ROOT, get_settings
 
 JVM_DIR = REPO_ROOT / "jvm"
-# The platform's own Java code (jvm/<name>/src): the built-in sessions, alerts and status, and the
-# checkpoint crash points of fault injection (used only when a run asks for them).
-COMPILED = ("sessions", "alerts", "status", "faults")
-# Compiled sets that need more than the pyspark wheel's jars: Delta's commit log store on S3
-# (jvm/logstore, loaded only with an s3a:// lakehouse) extends Delta's and reads the AWS SDK's errors.
-COMPILE_AGAINST = {"logstore": ("spark", "s3")}
+# The platform's own Java code (jvm/<name>/src): the built-in sessions, alerts and status, the
+# checkpoint crash points of fault injection (used only when a run asks for them), and Delta's
+# commit log store for a local disk.
+COMPILED = ("sessions", "alerts", "status", "faults", "locallog")
+# Compiled sets that need more than the pyspark wheel's jars: Delta's commit log stores extend
+# Delta's: on a local disk (jvm/locallog), and on S3 (jvm/logstore, loaded only with an s3a://
+# lakehouse), which also reads the AWS SDK's errors.
+COMPILE_AGAINST = {"locallog": ("spark",), "logstore": ("spark", "s3")}
 MIN_JAVA = 17
 _JAR_VERSION = re.compile(r"-\d[\w.\-]*\.jar$")
 

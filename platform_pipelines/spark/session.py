@@ -52,6 +52,12 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 CHECKPOINT_FILE_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
+# Delta's commits on a disk, published by a hard link (jvm/locallog): Delta's default for a
+# local disk renames through FileContext too (the `readlink` processes above, every commit of
+# every table and batch), after a check that another driver's commit of the same version can
+# slip past. Unset when the deployment chooses its own log store.
+DELTA_DISK_LOG_STORE = "spark.delta.logStore.file.impl"
+LINK_LOG_STORE = "platform.locallog.LinkLogStore"
 
 
 @dataclass(frozen=True)
@@ -172,8 +178,10 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
         "spark.sql.codegen.cache.maxEntries": str(CODE_CACHE_ENTRIES),
     }
     conf.update(scheduler_conf())  # the streams someone waits on get the cores first
-    if not options.s3a_conf:  # checkpoints on a disk
+    if not options.s3a_conf:  # checkpoints and tables on a disk
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
+        if "spark.delta.logStore.class" not in options.extra_conf:  # Delta refuses both
+            conf[DELTA_DISK_LOG_STORE] = LINK_LOG_STORE
     conf.update(options.s3a_conf)
     conf.update(options.extra_conf)
     for key in JVM_OPTION_KEYS:  # the deployment's own options come after (they win)

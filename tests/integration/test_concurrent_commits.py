@@ -1,7 +1,8 @@
-"""Two drivers writing the shared tables at once on S3 (moto's S3 server, through Hadoop's S3A):
-with ``PLATFORM_S3_COMMIT_COORDINATION=conditional-put`` (the default) every commit of both is in
-each table's log exactly once, at consecutive versions, every row is there, and each writer's
-ledger balances.
+"""Two drivers writing the shared tables at once, on S3 (moto's S3 server, through Hadoop's S3A)
+and on a disk: with ``PLATFORM_S3_COMMIT_COORDINATION=conditional-put`` (the default) on S3, and
+the platform's log store on a disk (each commit published by a hard link), every commit of both
+is in each table's log exactly once, at consecutive versions, every row is there, and each
+writer's ledger balances.
 
 Each driver is a process of its own (``tests.integration.concurrent_writer``), with its own JVM
 and only the deployment's settings, writing one batch per round as every stream's writer does:
@@ -122,7 +123,36 @@ def test_two_drivers_writing_the_shared_tables_at_once_lose_no_commit(
 
     for key, value in racy_s3_bucket.env("lakehouse").items():
         monkeypatch.setenv(key, value)
-    lakehouse = Lakehouse(PlatformSettings().lakehouse_dir)
+    assert_no_commit_lost(Lakehouse(PlatformSettings().lakehouse_dir))
+
+
+@pytest.mark.spark
+def test_two_drivers_writing_the_shared_tables_on_a_disk_at_once_lose_no_commit(tmp_path):
+    """The same on a disk, where each commit is published by a hard link (LinkLogStore)."""
+    lake = tmp_path / "lake"
+    write_at_once(writer_env_disk(tmp_path, lake), tmp_path / "ready")
+
+    assert_no_commit_lost(Lakehouse(lake))
+
+
+def writer_env_disk(tmp_path: Path, lake: Path) -> dict[str, str]:
+    """A small driver's settings, its lakehouse on the test's disk."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        "PLATFORM_LAKEHOUSE_DIR": str(lake),
+        "PLATFORM_LOCAL_DIR": str(tmp_path / "driver"),
+        "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
+        "PLATFORM_SPARK_MASTER": "local[1]",
+        "PLATFORM_STATE_PARTITIONS": "1",
+        "PLATFORM_DRIVER_MEMORY": "768m",
+        "PLATFORM_SPARK_UI_ENABLED": "false",
+    }
+
+
+def assert_no_commit_lost(lakehouse: Lakehouse) -> None:
+    """Every commit of both writers is in each table's log once, at consecutive versions, the
+    writers' commits interleave, every row is there and each writer's ledger balances."""
     late, ledger = lakehouse.table(LATE_TABLE), lakehouse.table(LEDGER_TABLE)
     late_ids = {w: f"{LATE_TABLE}/{query_id(w)}/{w}" for w in WRITERS}
     ledger_ids = {w: f"{LEDGER_TABLE}/{w}/{query_id(w)}" for w in WRITERS}

@@ -99,3 +99,18 @@ def test_a_cluster_deployment_binds_everywhere_and_advertises_its_host(monkeypat
     # The deployment, unlike a run, may set anything; the platform's JIT option stays first.
     assert conf["spark.driver.extraJavaOptions"] == "-XX:-DontCompileHugeMethods -Dx=1"
     assert conf["spark.executor.extraJavaOptions"] == "-XX:-DontCompileHugeMethods"
+
+
+def test_delta_commits_on_a_disk_are_published_by_a_hard_link(monkeypatch):
+    key = "spark.delta.logStore.file.impl"
+    conf = spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+    assert conf[key] == "platform.locallog.LinkLogStore"
+
+    # On S3 the S3 settings choose the log store (object-storage.md).
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "s3a://bucket/lake")
+    assert key not in spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+
+    # A deployment's own log store wins; Delta refuses a scheme's store beside logStore.class.
+    monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "/srv/lake")
+    monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", '{"spark.delta.logStore.class": "my.LogStore"}')
+    assert key not in spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
