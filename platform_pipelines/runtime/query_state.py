@@ -59,8 +59,25 @@ def between_batches(status: Mapping[str, Any]) -> bool:
 
 
 def runs_batch(query: StreamingQuery) -> bool:
-    """Whether ``query`` may be in a batch now (see ``between_batches``)."""
-    return not between_batches(query.status)
+    """Whether ``query`` may be in a batch now (see ``between_batches``). Not when the thread
+    that runs its batches ended: a query told to end while it was starting, or one that died,
+    keeps the message it had ("Initializing sources", "Terminated with exception: ...").
+
+    Two looks 0.1 s apart (the supervisor's) see a trigger that began just before the query was
+    told to end, unless its thread stalls longer than that between Spark's check of the state
+    and the trigger's start: a few instructions, and a pause of the whole JVM stalls the look too.
+    """
+    if between_batches(query.status):
+        return False
+    return thread_alive(query) is not False
+
+
+def thread_alive(query: StreamingQuery) -> bool | None:
+    """Whether the thread that runs ``query``'s batches lives; None when Spark cannot say."""
+    try:
+        return bool(query._jsq.streamingQuery().queryExecutionThread().isAlive())
+    except (Py4JError, AttributeError):  # another Spark, or Spark Connect
+        return None
 
 
 def active(query: StreamingQuery) -> bool:

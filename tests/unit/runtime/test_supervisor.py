@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from platform_pipelines.runtime import supervisor as supervisor_module
 from platform_pipelines.runtime.interrupts import StopRequest
 from platform_pipelines.runtime.supervisor import StreamFailedError, Supervisor
 
@@ -123,6 +124,41 @@ def test_a_trigger_that_began_as_the_stop_came_is_let_commit_its_batch() -> None
     supervisor.stop_all()
 
     assert (supervisor.abandoned, query.stopped_running) == ([], False)
+
+
+class EndedThread:
+    """What Spark says of a query whose batch thread ended: ``_jsq.streamingQuery()`` and so on."""
+
+    def streamingQuery(self) -> EndedThread:
+        return self
+
+    def queryExecutionThread(self) -> EndedThread:
+        return self
+
+    def isAlive(self) -> bool:
+        return False
+
+
+@dataclass
+class EndedQuery(RecordedQuery):
+    """A query told to end while it was starting: its thread ended with the status it had."""
+
+    _jsq: EndedThread = field(default_factory=EndedThread)
+
+    @property
+    def status(self) -> dict:
+        return {"isTriggerActive": False, "message": "Initializing sources"}
+
+
+def test_a_query_whose_thread_ended_is_stopped_without_waiting_for_a_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(supervisor_module, "STOP_AT_BATCH_BOUNDARY_SECONDS", 2.0)
+    supervisor = Supervisor(lambda name, p: None, stop=StopRequest(signal=2, count=1))
+    supervisor.add("events", EndedQuery())  # type: ignore[arg-type]
+
+    assert supervisor.stop_all() == {"events": -1}
+    assert supervisor.abandoned == []  # no batch ran: none was abandoned
 
 
 BUSY = "Python worker failed to connect back."  # Spark's first line when a Python start times out
