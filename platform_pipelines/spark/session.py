@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import socket
 import sys
 import zipfile
@@ -58,6 +59,9 @@ CHECKPOINT_FILE_MANAGER = (
 # slip past. Unset when the deployment chooses its own log store.
 DELTA_DISK_LOG_STORE = "spark.delta.logStore.file.impl"
 LINK_LOG_STORE = "platform.locallog.LinkLogStore"
+# Settings by which a deployment chooses Delta's log store for a disk itself (Delta reads each
+# with and without the `spark.` prefix, and refuses a class beside a scheme's store).
+DEPLOYMENT_LOG_STORE = re.compile(r"(spark\.)?delta\.logStore\.(class|file\.impl)")
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,7 @@ def spark_conf(options: SparkOptions, jars: list[Path]) -> dict[str, str]:
     conf.update(scheduler_conf())  # the streams someone waits on get the cores first
     if not options.s3a_conf:  # checkpoints and tables on a disk
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
-        if "spark.delta.logStore.class" not in options.extra_conf:  # Delta refuses both
+        if not any(DEPLOYMENT_LOG_STORE.fullmatch(key) for key in options.extra_conf):
             conf[DELTA_DISK_LOG_STORE] = LINK_LOG_STORE
     conf.update(options.s3a_conf)
     conf.update(options.extra_conf)

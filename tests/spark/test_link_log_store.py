@@ -1,8 +1,10 @@
 """``platform.locallog.LinkLogStore``: Delta's commits on a disk, each published by a hard link.
 
 A commit file appears whole or not at all, a second writer of the same version is refused with
-the exception Delta retries on (the first commit stays), an overwrite replaces the file, and no
-temporary file is left behind. The session's tables use it."""
+the exception Delta retries on (the first commit stays), an overwrite replaces the file (and
+drops a stale Hadoop checksum beside it), a log whose folder is gone is not started again, and
+no temporary file is left behind. The session's tables use it. (The fallback for a disk that
+refuses hard links is not tested: this machine's disks all take them.)"""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ def _store(spark: SparkSession):  # type: ignore[no-untyped-def]
 
 
 def _write(spark: SparkSession, path: Path, lines: list[str], overwrite: bool) -> None:
+    """Write ``lines`` as the file at ``path`` through the store (Delta creates a table's log
+    folder before its first commit: the store does not)."""
     store, conf = _store(spark)
     jvm = spark.sparkContext._jvm
     actions = jvm.java.util.ArrayList()  # type: ignore[union-attr]
@@ -35,6 +39,7 @@ def test_a_second_commit_of_a_version_is_refused_and_the_first_stays(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     commit = tmp_path / "_delta_log" / "00000000000000000007.json"
+    commit.parent.mkdir()
 
     _write(spark, commit, ['{"commitInfo":{"by":"first"}}', '{"add":{}}'], overwrite=False)
     with pytest.raises(Py4JJavaError) as refused:
@@ -48,12 +53,27 @@ def test_a_second_commit_of_a_version_is_refused_and_the_first_stays(
 
 def test_an_overwrite_replaces_the_file(spark: SparkSession, tmp_path: Path) -> None:
     last = tmp_path / "_delta_log" / "_last_checkpoint"
+    last.parent.mkdir()
+    (last.parent / "._last_checkpoint.crc").write_bytes(b"a checksum of an older file")
 
     _write(spark, last, ['{"version":10}'], overwrite=True)
     _write(spark, last, ['{"version":20}'], overwrite=True)
 
     assert last.read_text() == '{"version":20}\n'
     assert sorted(p.name for p in last.parent.iterdir()) == ["_last_checkpoint"]
+
+
+def test_a_log_whose_folder_is_gone_is_not_started_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A writer whose table was deleted under it fails, as with Delta's own store, instead of
+    starting a log without its first versions."""
+    commit = tmp_path / "table" / "_delta_log" / "00000000000000000042.json"
+
+    with pytest.raises(Py4JJavaError, match="NoSuchFileException"):
+        _write(spark, commit, ['{"commitInfo":{}}'], overwrite=False)
+
+    assert not (tmp_path / "table").exists()
 
 
 def test_the_session_s_tables_commit_through_it(spark: SparkSession, tmp_path: Path) -> None:

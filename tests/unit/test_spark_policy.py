@@ -110,7 +110,12 @@ def test_delta_commits_on_a_disk_are_published_by_a_hard_link(monkeypatch):
     monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "s3a://bucket/lake")
     assert key not in spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
 
-    # A deployment's own log store wins; Delta refuses a scheme's store beside logStore.class.
+    # A deployment's own log store wins, however it names it: Delta reads each key with and
+    # without `spark.`, and refuses a scheme's store beside logStore.class or a second one.
     monkeypatch.setenv("PLATFORM_LAKEHOUSE_DIR", "/srv/lake")
-    monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", '{"spark.delta.logStore.class": "my.LogStore"}')
-    assert key not in spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+    for own in ("spark.delta.logStore.class", "delta.logStore.class", "delta.logStore.file.impl"):
+        monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", f'{{"{own}": "my.LogStore"}}')
+        conf = spark_conf(SparkOptions.from_settings(PlatformSettings()), [])
+        assert (key not in conf, conf[own]) == (True, "my.LogStore"), own
+    monkeypatch.setenv("PLATFORM_SPARK_EXTRA_CONF", f'{{"{key}": "my.LogStore"}}')
+    assert spark_conf(SparkOptions.from_settings(PlatformSettings()), [])[key] == "my.LogStore"

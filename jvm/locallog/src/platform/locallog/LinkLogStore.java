@@ -5,9 +5,12 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.LocalFileSystem;
@@ -26,7 +29,11 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * the first commit. Here link(2) does both in one step: the loser gets the
  * FileAlreadyExistsException on which Delta reads the winning commit, checks for conflicts and
  * retries on the next version. Overwrites (Delta's {@code _last_checkpoint}) are an atomic move.
- * Reads, listings and anything not on a local disk stay HDFSLogStore's.
+ *
+ * <p>As with HDFSLogStore, the log's folder must exist (Delta creates it before a table's first
+ * commit): a writer whose table was deleted meanwhile fails instead of starting a log without its
+ * first versions. A disk that refuses hard links (some network and FUSE mounts) gets
+ * HDFSLogStore's write. Reads, listings and other file systems stay HDFSLogStore's.
  */
 public class LinkLogStore extends HDFSLogStore {
   public LinkLogStore(Configuration hadoopConf) {
@@ -43,22 +50,30 @@ public class LinkLogStore extends HDFSLogStore {
     }
     java.nio.file.Path target = java.nio.file.Paths.get(fs.makeQualified(path).toUri());
     java.nio.file.Path folder = target.getParent();
-    Files.createDirectories(folder);
     java.nio.file.Path temp =
         folder.resolve("." + target.getFileName() + "." + UUID.randomUUID() + ".tmp");
     try {
+      List<String> lines = new ArrayList<>();
+      actions.forEachRemaining(lines::add);
       try (OutputStream out = Files.newOutputStream(temp)) {
-        while (actions.hasNext()) {
-          out.write((actions.next() + "\n").getBytes(StandardCharsets.UTF_8));
+        for (String line : lines) {
+          out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
         }
       }
       if (overwrite) {
         Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-      } else {
-        Files.createLink(target, temp); // FileAlreadyExistsException: another writer won
+        // A checksum a checksummed file system once wrote beside it would no longer match.
+        Files.deleteIfExists(folder.resolve("." + target.getFileName() + ".crc"));
+        return;
       }
-    } catch (FileAlreadyExistsException e) {
-      throw new FileAlreadyExistsException(path.toString());
+      try {
+        Files.createLink(target, temp);
+      } catch (FileAlreadyExistsException e) {
+        throw new FileAlreadyExistsException(path.toString()); // another writer won
+      } catch (FileSystemException | UnsupportedOperationException e) {
+        Files.deleteIfExists(temp); // this disk refuses hard links
+        super.write(path, lines.iterator(), false, conf);
+      }
     } finally {
       Files.deleteIfExists(temp);
     }
