@@ -49,11 +49,11 @@ def racy_s3_bucket() -> Iterator[S3Store]:
         yield new_bucket(endpoint)
 
 
-def writer_env(s3_bucket: S3Store, tmp_path: Path) -> dict[str, str]:
-    """A small driver's settings, its lakehouse in the test's bucket."""
+def writer_env(tmp_path: Path, lakehouse: dict[str, str]) -> dict[str, str]:
+    """A small driver's settings, its lakehouse where ``lakehouse`` (settings) says."""
     return {
         **os.environ,
-        **s3_bucket.env("lakehouse"),
+        **lakehouse,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
         "PLATFORM_LOCAL_DIR": str(tmp_path / "driver"),
         "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
@@ -118,7 +118,7 @@ def rows(table: Path) -> list[dict[str, Any]]:
 def test_two_drivers_writing_the_shared_tables_at_once_lose_no_commit(
     racy_s3_bucket, tmp_path, monkeypatch
 ):
-    env = writer_env(racy_s3_bucket, tmp_path)
+    env = writer_env(tmp_path, racy_s3_bucket.env("lakehouse"))
     write_at_once(env, tmp_path / "ready")
 
     for key, value in racy_s3_bucket.env("lakehouse").items():
@@ -130,24 +130,10 @@ def test_two_drivers_writing_the_shared_tables_at_once_lose_no_commit(
 def test_two_drivers_writing_the_shared_tables_on_a_disk_at_once_lose_no_commit(tmp_path):
     """The same on a disk, where each commit is published by a hard link (LinkLogStore)."""
     lake = tmp_path / "lake"
-    write_at_once(writer_env_disk(tmp_path, lake), tmp_path / "ready")
+    env = writer_env(tmp_path, {"PLATFORM_LAKEHOUSE_DIR": str(lake)})
+    write_at_once(env, tmp_path / "ready")
 
     assert_no_commit_lost(Lakehouse(lake))
-
-
-def writer_env_disk(tmp_path: Path, lake: Path) -> dict[str, str]:
-    """A small driver's settings, its lakehouse on the test's disk."""
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-        "PLATFORM_LAKEHOUSE_DIR": str(lake),
-        "PLATFORM_LOCAL_DIR": str(tmp_path / "driver"),
-        "PLATFORM_JARS_DIR": str(get_settings().jars_dir),
-        "PLATFORM_SPARK_MASTER": "local[1]",
-        "PLATFORM_STATE_PARTITIONS": "1",
-        "PLATFORM_DRIVER_MEMORY": "768m",
-        "PLATFORM_SPARK_UI_ENABLED": "false",
-    }
 
 
 def assert_no_commit_lost(lakehouse: Lakehouse) -> None:
