@@ -107,9 +107,10 @@ def user_registry() -> StreamRegistry:
 
 
 def show(lake: Lakehouse, *args: str) -> dict:
-    result = CliRunner().invoke(
-        state, ["show", *args, "--json"], env={"PLATFORM_LAKEHOUSE_DIR": str(lake.root)}
-    )
+    # The command joins the tests' shared session: with the deployment's default of 4 state
+    # partitions it would set that session's count for every test after this one.
+    env = {"PLATFORM_LAKEHOUSE_DIR": str(lake.root), "PLATFORM_STATE_PARTITIONS": "2"}
+    result = CliRunner().invoke(state, ["show", *args, "--json"], env=env)
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
