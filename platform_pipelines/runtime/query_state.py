@@ -19,12 +19,22 @@ BETWEEN_TRIGGERS = "Waiting for next trigger"
 ENDED = "Stopped"
 
 
+# A processing-time trigger starts at a multiple of its interval of the wall clock
+# (``ProcessingTimeExecutor.nextBatchTime``), or at once after a batch that outran it. A query
+# seen waiting for its trigger is stopped only when no trigger can start from a moment before
+# that look (a trigger that began then would show by the look) to a moment after the stop.
+SHOWS_WITHIN_MS = 50
+STOP_TAKES_MS = 250
+
+
 def end_after_batch(query: StreamingQuery) -> bool:
     """Tell ``query`` to start no new batch; whether Spark took it.
 
     Spark (4.2) has no public call for it: ``StreamingQuery.stop()`` sets the query's state to
     TERMINATED, which its batch loop checks before each batch, and then cancels the running
-    batch's jobs. This sets the state alone, so the running batch commits and the loop ends.
+    batch's jobs. This sets the state alone, so the running batch commits and the loop ends,
+    when the batch is past its planning (Spark looks at the state again then, and cuts a batch
+    it finds stopped): the stop calls this through ``streams.batch_gate``.
     """
     try:
         engine = query._jsq.streamingQuery()
@@ -78,6 +88,41 @@ def thread_alive(query: StreamingQuery) -> bool | None:
         return bool(query._jsq.streamingQuery().queryExecutionThread().isAlive())
     except (Py4JError, AttributeError):  # another Spark, or Spark Connect
         return None
+
+
+def trigger_interval_ms(query: StreamingQuery) -> int:
+    """The interval of ``query``'s processing-time trigger; 0 when it has none (availableNow,
+    or a trigger that starts again at once) or Spark cannot say."""
+    try:
+        return int(query._jsq.streamingQuery().trigger().intervalMs())
+    except (Py4JError, AttributeError, TypeError, ValueError):
+        return 0
+
+
+def due_interval_ms(query: StreamingQuery) -> int:
+    """The trigger interval at which ``query`` can still start a batch: none once its state
+    says it ended (told to end after its batch, it starts no trigger)."""
+    return trigger_interval_ms(query) if active(query) else 0
+
+
+def no_trigger_between(seen_ms: float, stop_ms: float, interval_ms: int) -> bool:
+    """Whether no trigger of a query with ``interval_ms`` can start between a look that saw it
+    waiting (at ``seen_ms``, epoch milliseconds) and its stop (at ``stop_ms``), with margins:
+    a stop that came as a trigger began would cut the batch it was planning.
+
+    >>> no_trigger_between(10_100, 10_400, 1000)  # both inside one second
+    True
+    >>> no_trigger_between(10_700, 10_800, 1000)  # the next second's trigger may start first
+    False
+    >>> no_trigger_between(11_020, 11_300, 1000)  # the trigger at 11_000 may not show yet
+    False
+    >>> no_trigger_between(10_700, 10_800, 0)  # no interval: nothing better can be known
+    True
+    """
+    if interval_ms <= 0:
+        return True
+    span = (seen_ms - SHOWS_WITHIN_MS, stop_ms + STOP_TAKES_MS)
+    return span[0] // interval_ms == span[1] // interval_ms
 
 
 def active(query: StreamingQuery) -> bool:

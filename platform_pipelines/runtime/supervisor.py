@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from py4j.protocol import Py4JError
@@ -30,10 +31,13 @@ from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.query_state import (
     active,
     caught_up,
+    due_interval_ms,
     end_after_batch,
+    no_trigger_between,
     ran,
     runs_batch,
 )
+from platform_pipelines.streams.batch_gate import GATE
 
 Progress = Mapping[str, Any]
 ProgressCallback = Callable[[str, Progress], None]
@@ -182,35 +186,59 @@ class Supervisor:
         self._queries[name] = restart()
 
     def stop_all(self) -> dict[str, int]:
-        """Stop every query after the batch it runs: each is told to start no new batch, commits
-        the one it runs, and is stopped once seen between batches twice in a row (within 0.2 s
-        when it waits for its next trigger). An impatient request (a second Ctrl-C), or a batch
-        still running after 120 s, stops the others at once: their running batch is abandoned
-        (the checkpoint stays valid and the batch reruns on the next start) and they are listed
-        in ``abandoned``. A query that fails to stop does not keep the others running. Returns
-        each stream's last batch."""
+        """Stop every query after the batch it runs. A query whose batch is past its planning
+        (in its ``foreachBatch``) is told to start no new batch, and any other is told so by
+        its next batch once that batch gets there (``streams.batch_gate``): Spark cuts a batch
+        whose query it finds stopped as its planning ends. A query seen waiting for its next
+        trigger twice in a row, 0.1 s apart, is stopped when no trigger can start before the
+        stop lands (``query_state.no_trigger_between``).
+
+        An impatient request (a second Ctrl-C), or a batch still running after 120 s, stops the
+        others at once: their running batch is abandoned (the checkpoint stays valid and the
+        batch reruns on the next start) and they are listed in ``abandoned``. A query that
+        fails to stop does not keep the others running. Returns each stream's last batch."""
         deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
         running = {n: q for n, q in self._queries.items() if self._attempt(n, active, q)}
-        for name, query in running.items():
-            self._attempt(name, end_after_batch, query)
-        # Seen between batches once: a trigger that began just before the query was told to end
-        # shows itself by the next look, 0.1 s later (query_state.between_batches).
-        idle_once: set[str] = set()
-        while running and not self._stop.impatient and time.monotonic() < deadline:
-            for name, query in list(running.items()):
-                if self._attempt(name, runs_batch, query):
-                    idle_once.discard(name)
-                elif name in idle_once:
-                    self._attempt(name, running.pop(name).stop)
+        ids = {n: self._attempt(n, lambda q: str(q.id), q) for n, q in running.items()}
+        try:
+            for name, query in running.items():
+                end = partial(self._attempt, name, end_after_batch, query)
+                if ids[name] is None:  # Spark cannot say which query it is
+                    end()
                 else:
-                    idle_once.add(name)
-            time.sleep(0.1 if running else 0)
+                    GATE.end_after_batch(ids[name], end)
+            self._stop_when_waiting(running, deadline)
+        finally:
+            for query_id in ids.values():
+                if query_id is not None:
+                    GATE.disarm(query_id)
         self.abandoned += [n for n, q in running.items() if self._attempt(n, runs_batch, q)]
         for name, query in self._queries.items():
             self._attempt(name, query.stop)
             self._attempt(name, self._report_batches, name, query)
         self._report_ends()
         return {name: self.last_batch.get(name, -1) for name in self._queries}
+
+    def _stop_when_waiting(self, running: dict[str, StreamingQuery], deadline: float) -> None:
+        """Stop each of ``running`` once seen waiting for its next trigger twice in a row with
+        no trigger due before the stop lands; those still running at the deadline (or an
+        impatient request) are left in ``running``."""
+        seen_waiting: dict[str, float] = {}  # stream -> when first seen waiting, epoch ms
+        while running and not self._stop.impatient and time.monotonic() < deadline:
+            for name, query in list(running.items()):
+                now = time.time() * 1000
+                if self._attempt(name, runs_batch, query):
+                    seen_waiting.pop(name, None)
+                    continue
+                first = seen_waiting.setdefault(name, now)
+                if now - first < 100:
+                    continue
+                interval = self._attempt(name, due_interval_ms, query) or 0
+                if no_trigger_between(first, time.time() * 1000, interval):
+                    self._attempt(name, running.pop(name).stop)
+                else:  # a trigger may start first: look again within the next interval
+                    seen_waiting[name] = now
+            time.sleep(0.1 if running else 0)
 
     def _report_batches(self, name: str, query: StreamingQuery) -> None:
         """Report each batch of ``query`` that ran and was not reported yet, oldest first."""

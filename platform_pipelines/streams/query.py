@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 from platform_pipelines.kafka.security import kafka_security
 from platform_pipelines.lakehouse.checkpoints import KafkaOffsets, read_plan, recorded_time_mode
 from platform_pipelines.lakehouse.delta import Lakehouse, checkpoint_query_id
+from platform_pipelines.streams.batch_gate import GatedBatch
 from platform_pipelines.streams.bronze import RecordParser
 from platform_pipelines.streams.declare import IngestStream, KafkaSource, StatefulStream, Stream
 from platform_pipelines.streams.ingest_writer import IngestWriter
@@ -116,7 +117,8 @@ def build_query(ctx: StreamContext, stream: Stream) -> DataStreamWriter:
         writer = IngestWriter(stream.source, target)
         plan = read_plan(ctx.lakehouse.checkpoint(stream.name))
         start_ms = plan.starting_timestamp_ms if plan else 0
-        return ctx.read_topic(stream.source.topic, start_ms).writeStream.foreachBatch(writer)
+        records = ctx.read_topic(stream.source.topic, start_ms)
+        return records.writeStream.foreachBatch(GatedBatch(target.query_id, writer))
     assert isinstance(stream, StatefulStream)
     return _stateful_query(ctx, stream, target)
 
@@ -151,7 +153,7 @@ def _stateful_query(ctx: StreamContext, stream: StatefulStream, target: Target) 
     return (
         result.select(*stream.output.fieldNames())
         .writeStream.outputMode(stream.output_mode)
-        .foreachBatch(writer)
+        .foreachBatch(GatedBatch(target.query_id, writer))
     )
 
 

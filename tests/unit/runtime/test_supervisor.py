@@ -2,8 +2,9 @@
 stop waits for a running batch, unless a second request came.
 
 The queries are recorded ones: their ``recentProgress`` is what Spark 4.2 reported for a query
-with a processing-time trigger (an idle trigger, then the batch that read the new rows). They
-cannot be told to end after their batch (that is a JVM call): the real one is covered by
+with a processing-time trigger (an idle trigger, then the batch that read the new rows). Telling
+one to end after its batch is a JVM call, replaced here by a record of when it came: the real
+one is covered by tests/spark/test_stop_at_batch_boundary.py and
 tests/dagster/test_terminal_stop.py."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from platform_pipelines.runtime import supervisor as supervisor_module
 from platform_pipelines.runtime.interrupts import StopRequest
 from platform_pipelines.runtime.supervisor import StreamFailedError, Supervisor
+from platform_pipelines.streams.batch_gate import BatchGate
 
 RAN = {"addBatch": 120, "getBatch": 0, "latestOffset": 3, "triggerExecution": 400, "walCommit": 9}
 
@@ -124,6 +126,121 @@ def test_a_trigger_that_began_as_the_stop_came_is_let_commit_its_batch() -> None
     supervisor.stop_all()
 
     assert (supervisor.abandoned, query.stopped_running) == ([], False)
+
+
+@dataclass
+class PlanningQuery(RecordedQuery):
+    """A query whose batch is being planned as the stop comes (its trigger active); its
+    ``foreachBatch`` runs at the third look, then the batch commits."""
+
+    id: str = "q-planning"
+    gate: BatchGate = field(default_factory=BatchGate)
+    looks: int = 0
+    ended_at_look: int | None = None
+
+    @property
+    def status(self) -> dict:
+        self.looks += 1
+        if self.looks == 3:
+            self.gate.run(self.id, lambda: None)  # the batch's foreachBatch
+        self.running = self.looks < 4
+        return super().status
+
+
+def test_a_batch_being_planned_is_told_to_end_only_from_its_foreach_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Spark cuts a batch whose query it finds told to end when its planning ends: the end
+    comes from the batch's ``foreachBatch`` (the third look), not when the stop came."""
+    query = PlanningQuery([ran(4, 2, "2026-11-26T16:30:00.000Z")])
+    query.gate.register(query.id)  # its writer is gated, as every platform query's is
+
+    def end_after_batch(q: PlanningQuery) -> bool:
+        q.ended_at_look = q.looks
+        return True
+
+    monkeypatch.setattr(supervisor_module, "GATE", query.gate)
+    monkeypatch.setattr(supervisor_module, "end_after_batch", end_after_batch)
+    supervisor = Supervisor(lambda name, p: None, stop=StopRequest(signal=2, count=1))
+    supervisor.add("events", query)  # type: ignore[arg-type]
+
+    assert supervisor.stop_all() == {"events": 4}
+    assert (query.ended_at_look, query.stopped_running, supervisor.abandoned) == (3, False, [])
+    assert not query.gate.armed(query.id)
+
+
+class Trigger:
+    """``_jsq.streamingQuery().trigger().intervalMs()`` of a query with a processing-time
+    trigger."""
+
+    def __init__(self, interval_ms: int) -> None:
+        self.interval_ms = interval_ms
+
+    def streamingQuery(self) -> Trigger:
+        return self
+
+    def trigger(self) -> Trigger:
+        return self
+
+    def intervalMs(self) -> int:
+        return self.interval_ms
+
+
+class Clock:
+    """The supervisor's clock: whole milliseconds, moved on only by its sleeps."""
+
+    def __init__(self, epoch_ms: int) -> None:
+        self.ms = epoch_ms
+
+    def time(self) -> float:
+        return self.ms / 1000
+
+    def monotonic(self) -> float:
+        return self.ms / 1000
+
+    def sleep(self, seconds: float) -> None:
+        self.ms += round(seconds * 1000)
+
+
+@pytest.mark.parametrize(
+    ("interval_ms", "first_look_ms", "stopped_ms"),
+    [
+        (1000, 1_000_300, 1_000_400),  # the second look, 0.1 s later: no trigger due
+        (1000, 1_000_850, 1_001_150),  # after the trigger at 1_001_000, once it would show
+        (10_000, 1_009_700, 1_010_200),  # a look 50 ms past the trigger at 1_010_000 first
+        (0, 1_000_850, 1_000_950),  # no interval known: the second look
+    ],
+)
+def test_a_waiting_query_is_stopped_only_when_no_trigger_can_start_first(
+    monkeypatch: pytest.MonkeyPatch, interval_ms: int, first_look_ms: int, stopped_ms: int
+) -> None:
+    clock = Clock(first_look_ms)
+    monkeypatch.setattr(supervisor_module, "time", clock)
+    supervisor = Supervisor(lambda name, p: None, stop=StopRequest(signal=2, count=1))
+    query = TriggeredQuery([ran(0, 6, "2026-11-26T16:30:00.000Z")], _jsq=Trigger(interval_ms))
+    query.clock = clock
+    supervisor.add("events", query)  # type: ignore[arg-type]
+
+    assert supervisor.stop_all() == {"events": 0}
+    assert (query.stopped_at, query.stopped_running, supervisor.abandoned) == (
+        stopped_ms,
+        False,
+        [],
+    )
+
+
+@dataclass
+class TriggeredQuery(RecordedQuery):
+    """A query waiting for its processing-time trigger; notes the clock when stopped."""
+
+    _jsq: Trigger = field(default_factory=lambda: Trigger(1000))
+    clock: Clock | None = None
+    stopped_at: int | None = None
+
+    def stop(self) -> None:
+        if self.stopped_at is None and self.clock is not None:
+            self.stopped_at = self.clock.ms
+        super().stop()
 
 
 class EndedThread:
