@@ -1,10 +1,12 @@
-"""What a running query is doing, read from Spark: between batches or in one, caught up, told to
-end after its batch. The supervisor decides with these when a query can be stopped without
-cutting a batch; each leans on a detail of Spark (4.2) written down where it is used."""
+"""What a running query is doing, read from Spark: between batches or in one, caught up; and
+telling it to end after its batch. The supervisor decides with these when a query can be stopped
+without cutting a batch; each leans on a detail of Spark (4.2) written down where it is used."""
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,34 +16,27 @@ from pyspark.sql.streaming.query import StreamingQuery
 log = logging.getLogger(__name__)
 
 # The status message Spark's batch loop sets as the last thing a trigger does
-# (``MicroBatchExecution.executeOneBatch``), and the one its thread sets as it ends.
+# (``MicroBatchExecution.executeOneBatch``); the one of a trigger that found nothing to do (set
+# while the trigger is still active; once it is not, the loop sleeps
+# ``spark.sql.streaming.pollingDelay``, and on a 0 s trigger the next one starts right after);
+# and the one its thread sets as it ends.
 BETWEEN_TRIGGERS = "Waiting for next trigger"
+NOTHING_TO_DO = "Waiting for data to arrive"
 ENDED = "Stopped"
-
-
-# A processing-time trigger starts at a multiple of its interval of the wall clock
-# (``ProcessingTimeExecutor.nextBatchTime``), or at once after a batch that outran it. A query
-# seen waiting for its trigger is stopped only when no trigger can start from a moment before
-# that look (a trigger that began then would show by the look) to a moment after the stop.
-SHOWS_WITHIN_MS = 50
-STOP_TAKES_MS = 250
 
 
 def end_after_batch(query: StreamingQuery) -> bool:
     """Tell ``query`` to start no new batch; whether Spark took it.
 
     Spark (4.2) has no public call for it: ``StreamingQuery.stop()`` sets the query's state to
-    TERMINATED, which its batch loop checks before each batch, and then cancels the running
-    batch's jobs. This sets the state alone, so the running batch commits and the loop ends,
-    when the batch is past its planning (Spark looks at the state again then, and cuts a batch
-    it finds stopped): the stop calls this through ``streams.batch_gate``.
+    TERMINATED, which its batch loop checks before each batch, then cancels the running batch's
+    jobs and interrupts its thread. This sets the state alone, so the running batch commits and
+    the loop ends, when the batch is past its planning (Spark looks at the state again then, and
+    cuts a batch it finds stopped): the stop calls this through ``streams.batch_gate``, or
+    ``end_between_batches``.
     """
     try:
-        engine = query._jsq.streamingQuery()
-        package = engine.getClass().getPackage().getName()
-        loader = engine.getClass().getClassLoader()
-        terminated = loader.loadClass(f"{package}.TERMINATED$").getField("MODULE$").get(None)
-        engine.state().set(terminated)
+        _set_state(query._jsq.streamingQuery(), "TERMINATED")
     except (Py4JError, AttributeError) as error:  # another Spark, or Spark Connect
         log.warning(
             "Cannot ask a query to end after its batch (%s); it is stopped when idle", error
@@ -50,13 +45,80 @@ def end_after_batch(query: StreamingQuery) -> bool:
     return True
 
 
+def end_between_batches(query: StreamingQuery, settle_seconds: float = 1.0) -> bool:
+    """Tell ``query``, seen between batches, to start no new batch, unless a trigger of it
+    began meanwhile: whether it was told (then it starts no batch, and stopping it cuts none).
+
+    Spark's batch loop looks at the state at the start of a trigger, marks the trigger active,
+    then takes the query's progress lock to choose the trigger's offsets (it also takes it after
+    each trigger and as its thread ends). This takes that lock first (not when the query holds
+    it); a trigger already active is left alone (a batch it starts ends the query from its
+    ``foreachBatch``: ``streams.batch_gate``). Otherwise it sets the state and waits until the
+    batch thread shows where it is: asleep until its next trigger, or ended, or waiting for the
+    lock with no trigger active (finishing one, or ending): it looks at the state before any
+    new batch. Waiting for the lock with a trigger active means that trigger passed its look
+    just before the state was set; so may a thread that shows nothing within
+    ``settle_seconds`` (stalled on its way to the lock). Then the state is set back before the
+    lock is let go (unless something else stopped the query meanwhile), and the trigger goes on
+    as if nothing happened.
+
+    The lock is taken and let go by one JVM thread only because py4j runs each Python
+    thread's calls on a JVM thread of its own (PySpark's default, ``PYSPARK_PIN_THREAD``).
+    Without that, or without Spark's internals (another Spark): ``end_after_batch``, and the
+    query is taken as told.
+    """
+    try:
+        engine = query._jsq.streamingQuery()
+        lock, thread = engine.awaitProgressLock(), engine.queryExecutionThread()
+    except (Py4JError, AttributeError):
+        engine = None
+    if engine is None or os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "true":
+        end_after_batch(query)
+        return True
+    if not lock.tryLock():
+        return False
+    try:
+        if query.status["isTriggerActive"]:
+            return False
+        _set_state(engine, "TERMINATED")
+        deadline = time.monotonic() + settle_seconds
+        while time.monotonic() < deadline:
+            if not thread.isAlive() or thread.getState().name() == "TIMED_WAITING":
+                return True  # ended, or asleep: it looks at the state when it wakes
+            if lock.hasQueuedThread(thread):
+                if not query.status["isTriggerActive"]:
+                    return True
+                break
+            time.sleep(0.005)
+        if not thread.isInterrupted():  # interrupted: a stop() came meanwhile; it stays
+            _set_state(engine, "ACTIVE", expected="TERMINATED")
+        return False
+    finally:
+        lock.unlock()
+
+
+def _set_state(engine: Any, name: str, expected: str | None = None) -> None:
+    """Set the state of Spark's ``StreamExecution`` ``engine`` to ``name`` (ACTIVE,
+    TERMINATED: Scala objects of its package); with ``expected``, only if it is that."""
+    package = engine.getClass().getPackage().getName()
+    loader = engine.getClass().getClassLoader()
+
+    def state(of: str) -> Any:
+        return loader.loadClass(f"{package}.{of}$").getField("MODULE$").get(None)
+
+    if expected is None:
+        engine.state().set(state(name))
+    else:
+        engine.state().compareAndSet(state(expected), state(name))
+
+
 def between_batches(status: Mapping[str, Any]) -> bool:
     """Whether a query whose status is ``status`` runs no batch now: its trigger ended and it
     waits for the next one (or its thread ended).
 
-    ``isTriggerActive`` alone is not enough: a trigger that began just before the query was told
-    to end first shows the new trigger's fresh status, still inactive, then writes its batch's
-    offsets. The message is that of a finished trigger only once the trigger really ended.
+    ``isTriggerActive`` alone is not enough: a new trigger first shows its fresh status, still
+    inactive, then writes its batch's offsets. The message is that of a finished trigger only
+    once the trigger really ended.
 
     >>> between_batches({"isTriggerActive": False, "message": "Waiting for next trigger"})
     True
@@ -64,8 +126,11 @@ def between_batches(status: Mapping[str, Any]) -> bool:
     False
     >>> between_batches({"isTriggerActive": True, "message": "Processing new data"})
     False
+    >>> between_batches({"isTriggerActive": False, "message": "Waiting for data to arrive"})
+    True
     """
-    return not status["isTriggerActive"] and status.get("message") in (BETWEEN_TRIGGERS, ENDED)
+    finished = (BETWEEN_TRIGGERS, NOTHING_TO_DO, ENDED)
+    return not status["isTriggerActive"] and status.get("message") in finished
 
 
 def runs_batch(query: StreamingQuery) -> bool:
@@ -73,9 +138,7 @@ def runs_batch(query: StreamingQuery) -> bool:
     that runs its batches ended: a query told to end while it was starting, or one that died,
     keeps the message it had ("Initializing sources", "Terminated with exception: ...").
 
-    Two looks 0.1 s apart (the supervisor's) see a trigger that began just before the query was
-    told to end, unless its thread stalls longer than that between Spark's check of the state
-    and the trigger's start: a few instructions, and a pause of the whole JVM stalls the look too.
+    A trigger may begin right after this look: ``end_between_batches`` sees to that.
     """
     if between_batches(query.status):
         return False
@@ -88,41 +151,6 @@ def thread_alive(query: StreamingQuery) -> bool | None:
         return bool(query._jsq.streamingQuery().queryExecutionThread().isAlive())
     except (Py4JError, AttributeError):  # another Spark, or Spark Connect
         return None
-
-
-def trigger_interval_ms(query: StreamingQuery) -> int:
-    """The interval of ``query``'s processing-time trigger; 0 when it has none (availableNow,
-    or a trigger that starts again at once) or Spark cannot say."""
-    try:
-        return int(query._jsq.streamingQuery().trigger().intervalMs())
-    except (Py4JError, AttributeError, TypeError, ValueError):
-        return 0
-
-
-def due_interval_ms(query: StreamingQuery) -> int:
-    """The trigger interval at which ``query`` can still start a batch: none once its state
-    says it ended (told to end after its batch, it starts no trigger)."""
-    return trigger_interval_ms(query) if active(query) else 0
-
-
-def no_trigger_between(seen_ms: float, stop_ms: float, interval_ms: int) -> bool:
-    """Whether no trigger of a query with ``interval_ms`` can start between a look that saw it
-    waiting (at ``seen_ms``, epoch milliseconds) and its stop (at ``stop_ms``), with margins:
-    a stop that came as a trigger began would cut the batch it was planning.
-
-    >>> no_trigger_between(10_100, 10_400, 1000)  # both inside one second
-    True
-    >>> no_trigger_between(10_700, 10_800, 1000)  # the next second's trigger may start first
-    False
-    >>> no_trigger_between(11_020, 11_300, 1000)  # the trigger at 11_000 may not show yet
-    False
-    >>> no_trigger_between(10_700, 10_800, 0)  # no interval: nothing better can be known
-    True
-    """
-    if interval_ms <= 0:
-        return True
-    span = (seen_ms - SHOWS_WITHIN_MS, stop_ms + STOP_TAKES_MS)
-    return span[0] // interval_ms == span[1] // interval_ms
 
 
 def active(query: StreamingQuery) -> bool:

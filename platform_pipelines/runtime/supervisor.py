@@ -31,9 +31,8 @@ from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.query_state import (
     active,
     caught_up,
-    due_interval_ms,
     end_after_batch,
-    no_trigger_between,
+    end_between_batches,
     ran,
     runs_batch,
 )
@@ -189,9 +188,8 @@ class Supervisor:
         """Stop every query after the batch it runs. A query whose batch is past its planning
         (in its ``foreachBatch``) is told to start no new batch, and any other is told so by
         its next batch once that batch gets there (``streams.batch_gate``): Spark cuts a batch
-        whose query it finds stopped as its planning ends. A query seen waiting for its next
-        trigger twice in a row, 0.1 s apart, is stopped when no trigger can start before the
-        stop lands (``query_state.no_trigger_between``).
+        whose query it finds stopped as its planning ends. A query seen between batches is told
+        so unless a trigger just began (``query_state.end_between_batches``), and stopped.
 
         An impatient request (a second Ctrl-C), or a batch still running after 120 s, stops the
         others at once: their running batch is abandoned (the checkpoint stays valid and the
@@ -206,8 +204,15 @@ class Supervisor:
                 if ids[name] is None:  # Spark cannot say which query it is
                     end()
                 else:
-                    GATE.end_after_batch(ids[name], end)
-            self._stop_when_waiting(running, deadline)
+                    GATE.end_query(ids[name], end)
+            while running and not self._stop.impatient and time.monotonic() < deadline:
+                for name, query in list(running.items()):
+                    if self._attempt(name, runs_batch, query):
+                        continue
+                    # None: its handle failed (logged): stopping it is all that is left
+                    if self._attempt(name, end_between_batches, query) is not False:
+                        self._attempt(name, running.pop(name).stop)
+                time.sleep(0.1 if running else 0)
         finally:
             for query_id in ids.values():
                 if query_id is not None:
@@ -218,27 +223,6 @@ class Supervisor:
             self._attempt(name, self._report_batches, name, query)
         self._report_ends()
         return {name: self.last_batch.get(name, -1) for name in self._queries}
-
-    def _stop_when_waiting(self, running: dict[str, StreamingQuery], deadline: float) -> None:
-        """Stop each of ``running`` once seen waiting for its next trigger twice in a row with
-        no trigger due before the stop lands; those still running at the deadline (or an
-        impatient request) are left in ``running``."""
-        seen_waiting: dict[str, float] = {}  # stream -> when first seen waiting, epoch ms
-        while running and not self._stop.impatient and time.monotonic() < deadline:
-            for name, query in list(running.items()):
-                now = time.time() * 1000
-                if self._attempt(name, runs_batch, query):
-                    seen_waiting.pop(name, None)
-                    continue
-                first = seen_waiting.setdefault(name, now)
-                if now - first < 100:
-                    continue
-                interval = self._attempt(name, due_interval_ms, query) or 0
-                if no_trigger_between(first, time.time() * 1000, interval):
-                    self._attempt(name, running.pop(name).stop)
-                else:  # a trigger may start first: look again within the next interval
-                    seen_waiting[name] = now
-            time.sleep(0.1 if running else 0)
 
     def _report_batches(self, name: str, query: StreamingQuery) -> None:
         """Report each batch of ``query`` that ran and was not reported yet, oldest first."""

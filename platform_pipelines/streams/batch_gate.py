@@ -9,9 +9,9 @@ its next batch is being planned loses that batch's work in this run. The one mom
 surely past both looks and not committed yet is while its ``foreachBatch`` function runs, and
 that function is ours: every platform query's writer is wrapped in a ``GatedBatch``.
 
-A stop asks the ``GATE``: a query whose function runs now is ended after this batch at once;
-any other is armed, and its next batch to reach its function ends the query after itself. A
-query that waits for its next trigger is stopped by the supervisor (``runtime.supervisor``).
+A stop asks the ``GATE``: a query whose function runs now is told at once to start no batch
+after this one; any other is armed, and its next batch to reach its function tells it so first.
+A query that waits for its next trigger is stopped by the supervisor (``runtime.supervisor``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class BatchGate:
 
     def run(self, query_id: str, batch: Callable[[], None]) -> None:
         """Run ``batch`` (the writer's work for one batch) for query ``query_id``; when an end
-        was armed for it, end the query after this batch first."""
+        was armed for it, call it first: the query starts no batch after this one."""
         with self._lock:
             self._inside.add(query_id)
             end = self._armed.pop(query_id, None)
@@ -51,7 +51,7 @@ class BatchGate:
             with self._lock:
                 self._inside.discard(query_id)
 
-    def end_after_batch(self, query_id: str, end: End) -> bool:
+    def end_query(self, query_id: str, end: End) -> bool:
         """Have query ``query_id`` end after a batch that is past Spark's last look: ``end``
         now when its ``foreachBatch`` runs, or when it has no gated writer (nothing better can
         be known of it); otherwise armed for its next batch. Whether ``end`` was called."""

@@ -30,8 +30,10 @@ pytestmark = [pytest.mark.spark]
 NAME = "held_in_planning"
 
 
-def start(spark: SparkSession, tmp_path: Path, seen: list[tuple[int, int]]) -> StreamingQuery:
-    """A query over a folder of JSON files, 1 s triggers, its writer gated as the platform's
+def start(
+    spark: SparkSession, tmp_path: Path, seen: list[tuple[int, int]], trigger: str = "1 second"
+) -> StreamingQuery:
+    """A query over a folder of JSON files on ``trigger``, its writer gated as the platform's
     are; it has read the first file once this returns."""
     source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
     source.mkdir()
@@ -46,7 +48,7 @@ def start(spark: SparkSession, tmp_path: Path, seen: list[tuple[int, int]]) -> S
         .writeStream.queryName(NAME)
         .foreachBatch(GatedBatch(checkpoint_query_id(checkpoint), write))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="1 second")
+        .trigger(processingTime=trigger)
         .start()
     )
     wait_for(lambda: batch_ids(checkpoint, "commits") == [0], 60, "the first batch's commit")
@@ -105,6 +107,26 @@ def test_a_stop_while_a_batch_is_planned_lets_it_commit(spark, tmp_path):
     checkpoint = tmp_path / "checkpoint"
     assert batch_ids(checkpoint) == batch_ids(checkpoint, "commits") == [0, 1]
     assert not GATE.armed(query.id)
+
+
+@pytest.mark.parametrize("trigger", ["0 seconds", "10 seconds"])
+def test_an_idle_query_is_stopped_between_its_triggers(spark, tmp_path, trigger):
+    """On a 0 s trigger the batch loop never rests (a trigger that finds nothing sleeps 10 ms
+    and the next one starts); on a 10 s one it sleeps until its next trigger. Both stop at
+    once, with nothing cut."""
+    seen: list[tuple[int, int]] = []
+    query = start(spark, tmp_path, seen, trigger)
+    supervisor = Supervisor(lambda name, progress: None, stop=StopRequest(signal=2, count=1))
+    supervisor.add(NAME, query)
+    try:
+        stopped = supervisor.stop_all()
+    finally:
+        query.stop()
+
+    assert (stopped, supervisor.abandoned, seen) == ({NAME: 0}, [], [(0, 1)])
+    assert not query._jsq.streamingQuery().queryExecutionThread().isAlive()
+    checkpoint = tmp_path / "checkpoint"
+    assert batch_ids(checkpoint) == batch_ids(checkpoint, "commits") == [0]
 
 
 def test_spark_cuts_a_batch_whose_query_was_told_to_end_while_it_was_planned(spark, tmp_path):

@@ -14,7 +14,7 @@ def test_a_stop_between_batches_is_armed_and_ends_the_query_as_its_next_batch_st
     gate, events = BatchGate(), []
     batch = GatedBatch("q1", lambda df, batch_id: events.append(f"wrote {batch_id}"), gate)
 
-    assert gate.end_after_batch("q1", lambda: events.append("end")) is False
+    assert gate.end_query("q1", lambda: events.append("end")) is False
     assert (events, gate.armed("q1")) == ([], True)
     batch(None, 7)
 
@@ -28,7 +28,7 @@ def test_a_stop_during_a_batch_ends_the_query_at_once() -> None:
 
     def write(df: object, batch_id: int) -> None:
         events.append("writing")
-        ended = gate.end_after_batch("q1", lambda: events.append("end"))
+        ended = gate.end_query("q1", lambda: events.append("end"))
         events.append(f"ended at once: {ended}")
 
     GatedBatch("q1", write, gate)(None, 3)
@@ -39,11 +39,11 @@ def test_a_stop_during_a_batch_ends_the_query_at_once() -> None:
 
 def test_a_query_without_a_gated_writer_is_ended_at_once_and_a_disarmed_one_not_at_all() -> None:
     gate, events = BatchGate(), []
-    assert gate.end_after_batch("not-gated", lambda: events.append("end")) is True
+    assert gate.end_query("not-gated", lambda: events.append("end")) is True
     assert events == ["end"]
 
     batch = GatedBatch("q1", lambda df, batch_id: events.append("wrote"), gate)
-    gate.end_after_batch("q1", lambda: events.append("end q1"))
+    gate.end_query("q1", lambda: events.append("end q1"))
     gate.disarm("q1")
     batch(None, 0)
     assert events == ["end", "wrote"]
@@ -59,7 +59,7 @@ def test_a_failing_batch_leaves_the_gate_closed_for_the_next_stop() -> None:
     with pytest.raises(RuntimeError, match="the sink refused"):
         batch(None, 0)
     # no batch runs now: the stop is armed, not called between batches
-    assert gate.end_after_batch("q1", lambda: ends.append("end")) is False
+    assert gate.end_query("q1", lambda: ends.append("end")) is False
     assert ends == []
 
 
@@ -89,7 +89,7 @@ def test_stops_racing_batches_end_the_query_only_inside_a_batch() -> None:
     runner.start()
     stops = 0
     while not done.is_set():
-        gate.end_after_batch("q1", lambda: note("end"))
+        gate.end_query("q1", lambda: note("end"))
         stops += 1
     runner.join()
 
