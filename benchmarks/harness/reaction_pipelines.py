@@ -17,7 +17,7 @@ from typing import Any
 from kafka import KafkaProducer
 
 from benchmarks.harness.env import Env
-from benchmarks.plain import alerts, dedup
+from benchmarks.plain import alerts, dedup, fused
 from platform_pipelines.core.progress_store import ProgressStore
 from platform_pipelines.defs.config import StreamOverride, StreamRunConfig
 from platform_pipelines.health.evaluate import evaluate_all
@@ -235,15 +235,24 @@ def platform_pipeline(
 
 @contextlib.contextmanager
 def plain_pipeline(
-    env: Env, name: str, topics: Mapping[str, str], stale_after: timedelta, say: Callable
+    env: Env,
+    name: str,
+    topics: Mapping[str, str],
+    stale_after: timedelta,
+    say: Callable,
+    one_query: bool = False,
 ) -> Iterator[Pipeline]:
-    """The plain alerts query and the plain dedup query, side by side on the clickstream topic."""
+    """The plain alerts query and the plain dedup query, side by side on the clickstream topic;
+    with ``one_query``, both in one query (``benchmarks.plain.fused``)."""
     out = env.work / name
     topic = topics["clickstream"]
-    queries = [
-        alerts.start_from_kafka(env.spark, env.bootstrap, topic, out / "alerts", 0.0),
-        dedup.start_from_kafka(env.spark, env.bootstrap, topic, out / "dedup", None, 0.0),
-    ]
+    if one_query:
+        queries = [fused.start_from_kafka(env.spark, env.bootstrap, topic, out, 0.0)]
+    else:
+        queries = [
+            alerts.start_from_kafka(env.spark, env.bootstrap, topic, out / "alerts", 0.0),
+            dedup.start_from_kafka(env.spark, env.bootstrap, topic, out / "dedup", None, 0.0),
+        ]
 
     def alive() -> None:
         for query in queries:
