@@ -41,10 +41,16 @@ from benchmarks.harness.bursts import Bursts, TopicListener
 from benchmarks.harness.env import Env, load
 from benchmarks.harness.inputs import clickstream
 from benchmarks.harness.latency import _produce_in_subprocess, _wait_visible
-from benchmarks.harness.reaction_pipelines import Pipeline, plain_pipeline, platform_pipeline
+from benchmarks.harness.reaction_pipelines import (
+    START_TIMEOUT_S,
+    Pipeline,
+    plain_pipeline,
+    platform_pipeline,
+)
 from benchmarks.harness.stats import latency_figures, percentile
 from benchmarks.harness.visibility import first_visible_ms, latencies
 from platform_pipelines.kafka.admin import create_topics
+from platform_pipelines.kafka.producer import ClickstreamConfig
 
 Say = Callable[[str], None]
 VARIANTS = ("platform", "plain")  # the defaults; also "plain-one-query"
@@ -65,6 +71,9 @@ class ReactionConfig:
     seed: int = 11
     variants: tuple[str, ...] = VARIANTS
     triggers: tuple[tuple[str, int], ...] = ()  # (stream, seconds): the platform's overrides
+    # Background at the run's rate before anything is timed, waited for until it is all in
+    # ``events``: the first minute of a JVM is slow (JIT), and a pipeline runs for hours.
+    warm_seconds: float = 60.0
 
 
 def run_reaction(env: Env, cfg: ReactionConfig, repeat: int, say: Say) -> list[dict[str, Any]]:
@@ -147,6 +156,11 @@ def measure(
         started = plain_pipeline(env, name, topics, stale_after, say, one_query)
     with started as pipeline:
         _warm_up(env, pipeline, topics["clickstream"], f"{name}-warm", say)
+        if cfg.warm_seconds:
+            warm = clickstream(
+                int(rate * cfg.warm_seconds), cfg.users, cfg.seed + 1000 + r, clean=True
+            )
+            _warm_load(env, cfg, pipeline, topics["clickstream"], rate, warm, f"{name}-warm", say)
         listener = _listen(env, topics["alerts"]) if variant == "platform" else None
         bursts = Bursts(env.bootstrap, topics["clickstream"], prefix=name, every=cfg.burst_every)
         beats = pipeline.heartbeats(env.bootstrap, topics["heartbeats"])
@@ -225,6 +239,31 @@ def _warm_up(env: Env, pipeline: Pipeline, topic: str, prefix: str, say: Say) ->
     warm_thread.join(30)
     pipeline.visible_before = _rows(pipeline.events_table)
     say(f"{prefix}: warm (an alert in {pipeline.alerts_table.name})")
+
+
+def _warm_load(
+    env: Env,
+    cfg: ReactionConfig,
+    pipeline: Pipeline,
+    topic: str,
+    rate: float,
+    warm: ClickstreamConfig,
+    prefix: str,
+    say: Say,
+) -> None:
+    """``cfg.warm_seconds`` of background at ``rate``, untimed, then a wait until every record
+    of it is in ``events``: the measured input starts on a warmed JVM and no backlog.
+
+    Measured on 2 cores (docs/benchmarks/latency.md): the first sample of a JVM took an alert
+    6.2 s and a row of ``events`` 14.4 s (p50), the next one in the same JVM 4.5 and 5.9 s."""
+    sent = _produce_in_subprocess(env, topic, rate, asdict(warm), cfg.producer, live=True)
+    rows = pipeline.visible_before + len(sent["sent_ms"])
+    if not _wait_visible(pipeline.events_table, rows, START_TIMEOUT_S, pipeline.alive):
+        raise RuntimeError(f"{prefix}: the warm-up's records were not all in the table")
+    pipeline.visible_before = _rows(pipeline.events_table)
+    say(
+        f"{prefix}: {len(sent['sent_ms']):,} records of warm-up load in {pipeline.events_table.name}"
+    )
 
 
 def _rows(table: Path) -> int:
