@@ -27,6 +27,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
 from platform_pipelines.health.restart import RESTARTS_IN_RUN, passing_failure
+from platform_pipelines.runtime.catch_up_end import CatchUpEnds
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
 from platform_pipelines.runtime.query_state import (
     active,
@@ -88,6 +89,7 @@ class Supervisor:
         self._restart: dict[str, Restart] = {}
         self.restarts: dict[str, int] = {}  # stream -> its query's restarts in this run
         self._catch_up: set[str] = set()
+        self._catch_up_ends = CatchUpEnds()
         self._ended: set[str] = set()
         self.last_batch: dict[str, int] = {}
         self.abandoned: list[str] = []  # streams whose running batch a stop did not wait for
@@ -100,8 +102,9 @@ class Supervisor:
         restart: Restart | None = None,
     ) -> None:
         """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query with
-        processing-time timers, which Spark would never end) it is stopped once caught up.
-        ``restart`` starts it again after a failure that passes (none: every failure raises)."""
+        processing-time timers, which Spark would never end) it is ended after a batch once
+        caught up (``catch_up_end``). ``restart`` starts it again after a failure that passes
+        (none: every failure raises)."""
         self._queries[name] = query
         if restart is None:
             self._restart.pop(name, None)
@@ -153,12 +156,13 @@ class Supervisor:
             self._watch()
         for name, query in list(self._queries.items()):
             self._report_batches(name, query)
+            self._catch_up_ends.settle(name, query)
             error = _query_error(name, query)
             if error is not None:
                 self._failed(name, error)
                 continue
             if name in self._catch_up and caught_up(query):
-                query.stop()
+                self._catch_up_ends.end(name, query)  # after a batch, not in one
 
     def query(self, name: str) -> StreamingQuery:
         """The query that runs (or last ran) stream ``name``: a restart replaces it."""
@@ -174,6 +178,7 @@ class Supervisor:
             self.stop_all()
             raise StreamFailedError(summarize_failure(name, error)) from error
         failed = self._queries[name]
+        self._catch_up_ends.forget(name, failed)
         self._report_batches(name, failed)
         self._on_end(name, error, _run_id(failed))
         self.restarts[name] = done + 1

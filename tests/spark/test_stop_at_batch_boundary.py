@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -149,3 +150,65 @@ def test_spark_cuts_a_batch_whose_query_was_told_to_end_while_it_was_planned(spa
     assert seen == [(0, 1)]
     checkpoint = tmp_path / "checkpoint"
     assert (batch_ids(checkpoint), batch_ids(checkpoint, "commits")) == ([0, 1], [0])
+
+
+def test_a_caught_up_catch_up_with_timers_ends_after_a_batch_not_in_one(spark, tmp_path):
+    """An availableNow query with processing-time timers plans no-data batches back to back
+    once it has read everything; the supervisor ends it when caught up. Stopped outright, the
+    no-data batch being planned then was cut (offsets without a commit); through the gate,
+    the batch that carries the end commits first."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
+    source.mkdir()
+    (source / "part-0.json").write_text('{"n": 1}\n{"n": 2}\n{"n": 1}\n')
+    seen: list[tuple[int, int]] = []
+
+    def count_with_a_timer(key: tuple, rows: Iterator[Any], state: Any) -> Iterator[Any]:
+        """Rows per key, with a processing-time timer: availableNow never ends the query.
+        Defined here: a function of a test module is pickled by reference, and Spark's Python
+        workers cannot import the tests."""
+        import pandas as pd
+
+        count = (state.get[0] if state.exists else 0) + sum(len(r) for r in rows)
+        state.update((count,))
+        state.setTimeoutDuration(600_000)
+        yield pd.DataFrame({"n": [key[0]], "count": [count]})
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        seen.append((batch_id, batch.count()))
+
+    query = (
+        spark.readStream.schema("n INT")
+        .json(str(source))
+        .groupBy("n")
+        .applyInPandasWithState(
+            count_with_a_timer,
+            "n INT, count LONG",
+            "count LONG",
+            "Update",
+            GroupStateTimeout.ProcessingTimeTimeout,
+        )
+        .writeStream.queryName("caught_up")
+        .outputMode("update")
+        .foreachBatch(GatedBatch(checkpoint_query_id(checkpoint), write))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    supervisor = Supervisor(lambda name, progress: None, poll_seconds=0.2)
+    supervisor.add("caught_up", query, stop_when_caught_up=True)
+    try:
+        waiting = threading.Thread(target=supervisor.wait)
+        waiting.start()
+        waiting.join(180)
+    finally:
+        query.stop()
+
+    assert not waiting.is_alive()
+    assert query.exception() is None
+    assert not query._jsq.streamingQuery().queryExecutionThread().isAlive()
+    assert seen[0] == (0, 2) and len(seen) >= 2  # the data, then at least one no-data batch
+    offsets, commits = batch_ids(checkpoint), batch_ids(checkpoint, "commits")
+    assert offsets == commits == list(range(len(seen)))
+    assert not GATE.armed(checkpoint_query_id(checkpoint))
