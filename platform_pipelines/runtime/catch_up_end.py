@@ -15,13 +15,19 @@ import logging
 import time
 from functools import partial
 
+from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
-from platform_pipelines.runtime.query_state import end_after_batch, runs_batch
+from platform_pipelines.runtime.query_state import (
+    end_after_batch,
+    end_between_batches,
+    runs_batch,
+)
 from platform_pipelines.streams.batch_gate import GATE, BatchGate
 
-# A caught-up query that no batch ended within this long is stopped outright.
+# A caught-up query still running this long after it was told to end is stopped between two
+# batches (outright after twice as long).
 CATCH_UP_END_SECONDS = 60.0
 # How long the end waits for the query's last batch to commit.
 LAST_BATCH_SECONDS = 120.0
@@ -36,26 +42,39 @@ class CatchUpEnds:
         self._since: dict[str, float] = {}
 
     def end(self, name: str, query: StreamingQuery) -> None:
-        """Have caught-up ``query`` end after its next batch; stop it outright when no batch
-        came for ``patience`` seconds (a query without a gated writer ends at once)."""
+        """Have caught-up ``query`` end after its next batch (a query without a gated writer is
+        told at once). Still running ``patience`` seconds later (the end did not take: Spark
+        without the internals ``end_after_batch`` uses): stopped between two batches as a
+        graceful stop does (``end_between_batches``), or outright after twice that."""
         if name not in self._since:
             self._since[name] = time.monotonic()
             self._gate.end_query(str(query.id), partial(end_after_batch, query))
-        elif time.monotonic() - self._since[name] > self._patience and not runs_batch(query):
-            log.warning("Stream %r: no batch ended its caught-up catch-up; stopping it", name)
+            return
+        waited = time.monotonic() - self._since[name]
+        if waited <= self._patience:
+            return
+        if waited > 2 * self._patience or (
+            not runs_batch(query) and end_between_batches(query) is not False
+        ):
+            log.warning("Stream %r: its caught-up catch-up did not end; stopping it", name)
             query.stop()
 
     def settle(self, name: str, query: StreamingQuery) -> None:
         """When ``query`` was told to end and says it no longer runs: wait until its last batch
         has committed and its thread ended (it says so before that), so nothing starts on its
         checkpoint while it still writes. A failure is left to the caller (``exception()``)."""
-        if name not in self._since or query.isActive:
+        if name not in self._since:
             return
-        del self._since[name]
-        with contextlib.suppress(StreamingQueryException):
-            query.awaitTermination(LAST_BATCH_SECONDS)  # type: ignore[arg-type]  # seconds
-        query.stop()
-        self._gate.disarm(str(query.id))
+        try:
+            if query.isActive:
+                return
+            del self._since[name]
+            with contextlib.suppress(StreamingQueryException):
+                query.awaitTermination(LAST_BATCH_SECONDS)  # type: ignore[arg-type]  # seconds
+            query.stop()
+            self._gate.disarm(str(query.id))
+        except Py4JError:  # its session or JVM is gone: the supervisor reports that
+            self._since.pop(name, None)
 
     def forget(self, name: str, query: StreamingQuery) -> None:
         """``query`` is replaced (started again after a failure): its end no longer applies."""

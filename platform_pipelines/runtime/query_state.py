@@ -33,7 +33,7 @@ def end_after_batch(query: StreamingQuery) -> bool:
     jobs and interrupts its thread. This sets the state alone, so the running batch commits and
     the loop ends, when the batch is past its planning (Spark looks at the state again then, and
     cuts a batch it finds stopped): the stop calls this through ``streams.batch_gate``, or
-    ``end_between_batches``.
+    ``end_between_batches``; so does the end of a caught-up catch-up (``catch_up_end``).
     """
     try:
         _set_state(query._jsq.streamingQuery(), "TERMINATED")

@@ -152,11 +152,12 @@ class Supervisor:
     def poll(self) -> None:
         """Report new progress of every query; start a dead one again when its failure passes,
         raise StreamFailedError for it otherwise (``_failed``)."""
+        for name, query in list(self._queries.items()):  # before anything starts after them
+            self._catch_up_ends.settle(name, query)
         if self._watch is not None:
             self._watch()
         for name, query in list(self._queries.items()):
             self._report_batches(name, query)
-            self._catch_up_ends.settle(name, query)
             error = _query_error(name, query)
             if error is not None:
                 self._failed(name, error)
@@ -201,6 +202,8 @@ class Supervisor:
         batch reruns on the next start) and they are listed in ``abandoned``. A query that
         fails to stop does not keep the others running. Returns each stream's last batch."""
         deadline = time.monotonic() + STOP_AT_BATCH_BOUNDARY_SECONDS
+        for name, query in self._queries.items():  # a caught-up catch-up's last batch commits
+            self._attempt(name, self._catch_up_ends.settle, name, query)
         running = {n: q for n, q in self._queries.items() if self._attempt(n, active, q)}
         ids = {n: self._attempt(n, lambda q: str(q.id), q) for n, q in running.items()}
         try:

@@ -23,6 +23,7 @@ from platform_pipelines.health.liveness import create_topic_command
 from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.kafka.security import KafkaSecurityError
 from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
+from platform_pipelines.runtime.query_state import thread_alive
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.declare import Stream
 
@@ -178,10 +179,12 @@ class TopicWait:
             group.running.append(self._run(stream, "catch_up"))
 
     def _live(self, name: str) -> bool:
-        """Whether stream ``name``'s query runs or died (for the supervisor to restart or report):
-        asked of the supervisor's query, which a restart replaces."""
+        """Whether stream ``name``'s query runs, still finishes its last batch (a caught-up
+        catch-up says it is inactive before that: ``catch_up_end``), or died (for the
+        supervisor to restart or report): asked of the supervisor's query, which a restart
+        replaces."""
         query = self._supervisor.query(name)
-        return bool(query.isActive) or query.exception() is not None
+        return bool(query.isActive) or thread_alive(query) is True or query.exception() is not None
 
     def _run(self, stream: Stream, phase: Phase) -> str:
         caught_up = phase == "catch_up" and stream.processing_time_timers

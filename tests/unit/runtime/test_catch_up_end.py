@@ -13,7 +13,8 @@ import pytest
 
 from platform_pipelines.runtime import catch_up_end
 from platform_pipelines.runtime.catch_up_end import CatchUpEnds
-from platform_pipelines.streams.batch_gate import BatchGate
+from platform_pipelines.runtime.supervisor import Supervisor
+from platform_pipelines.streams.batch_gate import GATE, BatchGate
 
 
 @dataclass
@@ -94,30 +95,39 @@ def test_a_query_still_running_is_not_settled(told: list[str]) -> None:
     assert query.calls == []
 
 
-def test_a_query_no_batch_ended_is_stopped_outright_between_batches(
+def test_a_query_whose_end_did_not_take_is_stopped_between_batches_then_outright(
     told: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The end did not take (a Spark without the internals it uses): after ``patience`` the
+    query is stopped between two batches as a graceful stop does, outright after twice that."""
     gate = BatchGate()
-    gate.register("q-status")
-    ends, query = CatchUpEnds(gate, patience=30.0), CatchingUp()
+    gate.register("idle")
+    gate.register("busy")
+    ends = CatchUpEnds(gate, patience=30.0)
     now = [1000.0]
+    between: list[str] = []
     monkeypatch.setattr(catch_up_end.time, "monotonic", lambda: now[0])
-    ends.end("service_status", query)
+    monkeypatch.setattr(
+        catch_up_end, "end_between_batches", lambda q: between.append(q.id) or q.id == "idle"
+    )
+    idle, busy = CatchingUp(id="idle"), CatchingUp(id="busy")
+    ends.end("status_idle", idle)
+    ends.end("status_busy", busy)
 
-    now[0] += 31
-    query.running = True  # a batch is being planned: not cut
-    ends.end("service_status", query)
-    assert query.calls == []
-    query.running = False
-    ends.end("service_status", query)
-    ends.settle("service_status", query)
+    now[0] += 29
+    ends.end("status_idle", idle)  # within its patience: nothing
+    assert (between, idle.calls) == ([], [])
+    now[0] += 2
+    busy.running = True  # a batch is being planned: not cut
+    ends.end("status_busy", busy)
+    ends.end("status_idle", idle)  # between batches: stopped as a graceful stop does
+    assert between == ["idle"]
+    assert (idle.calls, busy.calls) == (["stop (batch running: False)"], [])
+    now[0] += 30
+    ends.end("status_busy", busy)  # twice its patience, still in batches: outright
 
-    assert query.calls == [
-        "stop (batch running: False)",
-        "awaitTermination",
-        "stop (batch running: False)",
-    ]
-    assert (told, gate.armed(query.id)) == ([], False)
+    assert busy.calls == ["stop (batch running: True)"]
+    assert told == []
 
 
 def test_a_query_started_again_forgets_the_end_armed_for_the_one_before(told: list[str]) -> None:
@@ -145,4 +155,47 @@ def test_a_query_without_a_gated_writer_is_told_at_once(told: list[str]) -> None
         "told to end after this batch",
         "awaitTermination",
         "stop (batch running: False)",
+    ]
+
+
+@dataclass
+class CaughtUpQuery(CatchingUp):
+    """What the supervisor reads of a caught-up catch-up: its last batch read nothing."""
+
+    id: str = "q-caught-up-supervised"
+    recentProgress: list[dict] = field(default_factory=list)
+    lastProgress: dict = field(default_factory=lambda: {"numInputRows": 0})
+
+    @property
+    def status(self) -> dict:
+        return {**super().status, "isDataAvailable": False}
+
+    def exception(self) -> None:
+        return None
+
+
+def test_the_supervisor_lets_the_last_batch_commit_before_anything_else_is_started(
+    told: list[str],
+) -> None:
+    """The supervisor's watch (the topic wait, which starts the continuous phase) runs only
+    after a caught-up query that was told to end has finished its last batch."""
+    query, watched = CaughtUpQuery(), []
+    GATE.register(query.id)
+    supervisor = Supervisor(lambda n, p: None, watch=lambda: watched.append(list(query.calls)))
+    supervisor.add("service_status", query, stop_when_caught_up=True)  # type: ignore[arg-type]
+    try:
+        supervisor.poll()  # caught up: armed for its next batch
+        GATE.run(query.id, lambda: query.calls.append("the batch writes"))
+        supervisor.poll()
+    finally:
+        GATE.disarm(query.id)
+
+    assert watched == [
+        [],
+        [
+            "told to end after this batch",
+            "the batch writes",
+            "awaitTermination",
+            "stop (batch running: False)",
+        ],
     ]
