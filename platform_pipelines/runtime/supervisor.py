@@ -185,7 +185,7 @@ class Supervisor:
         self.restarts[name] = done + 1
         self._on_restart(
             name,
-            f"{summarize_failure(name, error)} ({why}); starting it again from its checkpoint "
+            f"Stream {name!r} stopped: {why}; starting it again from its checkpoint "
             f"(restart {done + 1} of at most {RESTARTS_IN_RUN} in this run)",
         )
         self._queries[name] = restart()

@@ -251,9 +251,9 @@ def test_a_query_that_dies_of_a_busy_machine_starts_again_and_its_end_is_reporte
     assert notes == [
         (
             "key_counts",
-            "Stream 'key_counts' failed: Python worker failed to connect back. (a Python process "
-            "Spark started did not connect back within Spark's fixed 10 s: the machine was busy); "
-            "starting it again from its checkpoint (restart 1 of at most 2 in this run)",
+            "Stream 'key_counts' stopped: a Python process Spark started did not connect back "
+            "within Spark's fixed 10 s: the machine was busy; starting it again from its "
+            "checkpoint (restart 1 of at most 2 in this run)",
         )
     ]
 
