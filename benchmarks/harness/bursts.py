@@ -57,6 +57,11 @@ class Bursts:
             producer.send(self.topic, key=user.encode(), value=json.dumps(event).encode())
         producer.flush(10)
 
+    @property
+    def records(self) -> int:
+        """Records sent so far: every burst is ``threshold`` distinct events."""
+        return len(self.sent_ms) * self.threshold
+
     def stop(self) -> None:
         self._stop.set()
 

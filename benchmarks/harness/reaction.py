@@ -176,7 +176,8 @@ def measure(
             bursts.stop()
         produced = time.perf_counter()
         health = pipeline.health() if pipeline.health else None
-        dedup_rows = pipeline.visible_before + len(sent["sent_ms"])
+        # the bursts' events land in ``events`` too: without them the wait ended early
+        dedup_rows = pipeline.visible_before + len(sent["sent_ms"]) + bursts.records
         _wait_visible(pipeline.events_table, dedup_rows, cfg.drain_seconds, pipeline.alive)
         _wait_alerts(pipeline, bursts.sent_ms, cfg.drain_seconds)
         drained = time.perf_counter() - produced
