@@ -5,10 +5,13 @@ for the driver's interpreter lock::
 
     python -m benchmarks.harness.produce_worker SPEC.json
 
-``SPEC.json``: ``{"bootstrap", "topic", "rate", "out", "producer", "live", "config":
-{ClickstreamConfig fields, start_time as ISO}}`` (``live``: event times on the wall clock). Writes ``out``: ``{"sent_ms": {event_id: first send, epoch ms},
-"records", "elapsed_s", "rate"}``. The Kafka record's own timestamp is taken in the same
-``send`` call.
+``SPEC.json``: ``{"bootstrap", "topic", "rate", "out", "producer", "live", "started",
+"config": {ClickstreamConfig fields, start_time as ISO}}`` (``live``: event times on the wall
+clock, from the first send on). Writes ``out``: ``{"sent_ms": {event_id: first send, epoch ms},
+"records", "elapsed_s", "rate"}``, and ``started`` (when given) as sending starts, after the
+records are made: at 10,000 records/s for five minutes that takes minutes on 2 cores, which a
+harness must not count as load. The Kafka record's own timestamp is taken in the same ``send``
+call.
 
 ``producer``: ``jvm`` (the suite's default) sends with Kafka's Java client (``PacedProducer.java``, run as a
 source file on the broker's jars); ``python`` (when the spec names none) with kafka-python,
@@ -36,6 +39,8 @@ from platform_pipelines.kafka.producer import (
 )
 
 JAVA_SOURCE = Path(__file__).with_name("PacedProducer.java")
+# The event time the Java producer fills in as it sends (``dated_on_send``).
+EVENT_TIME = "@EVENT_TIME@"
 # With ``live``, the first record is dated this long after the records are made: about when the
 # paced producer sends it (its JVM starts first).
 LIVE_LEAD_S = 1.0
@@ -65,19 +70,45 @@ def live(records: list[ProducedRecord], rate: float, start: float) -> list[Produ
     return out
 
 
+def dated_on_send(records: list[ProducedRecord]) -> list[tuple[ProducedRecord, int | None]]:
+    """``live`` for the Java producer, which knows when sending starts: each record with its
+    event time left as ``EVENT_TIME`` and the number of the record whose due time dates it (a
+    re-sent duplicate: its original's); a malformed record as it is, with None.
+
+    >>> from platform_pipelines.kafka.producer import ProducedRecord
+    >>> sent = [ProducedRecord(b"u", json.dumps({"event_id": e}).encode(), "ok") for e in "aba"]
+    >>> [(json.loads(r.value)["event_time"], n) for r, n in dated_on_send(sent)]
+    [('@EVENT_TIME@', 0), ('@EVENT_TIME@', 1), ('@EVENT_TIME@', 0)]
+    """
+    first: dict[str, int] = {}
+    out: list[tuple[ProducedRecord, int | None]] = []
+    for number, record in enumerate(records):
+        if record.kind == "malformed":  # kept as it is: its date may be what is wrong with it
+            out.append((record, None))
+            continue
+        event = json.loads(record.value)
+        event["event_time"] = EVENT_TIME
+        original = first.setdefault(str(event.get("event_id")), number)
+        out.append((replace(record, value=json.dumps(event).encode()), original))
+    return out
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     fields = dict(spec["config"])
     fields["start_time"] = datetime.fromisoformat(fields["start_time"])
     records = list(generate_clickstream(ClickstreamConfig(**fields)))
-    if spec.get("live"):
-        records = live(records, spec["rate"], time.time() + LIVE_LEAD_S)
-    ids = [json.loads(r.value).get("event_id") for r in records]
+    ids = [_event_id(r) for r in records]
     if spec.get("producer", "python") == "jvm":
-        sent = _send_with_java(spec, records, Path(spec["out"]).parent)
+        lines = dated_on_send(records) if spec.get("live") else [(r, None) for r in records]
+        sent = _send_with_java(spec, lines, Path(spec["out"]).parent)
         elapsed = (sent[-1] - sent[0]) / 1000 if len(sent) > 1 else 0.0
         rate = (len(sent) - 1) / elapsed if elapsed else 0.0
     else:
+        if spec.get("live"):
+            records = live(records, spec["rate"], time.time() + LIVE_LEAD_S)
+        if spec.get("started"):
+            Path(spec["started"]).write_text(str(int(time.time() * 1000)))
         sent = []
         summary = produce(
             spec["bootstrap"],
@@ -95,14 +126,27 @@ def main(spec_path: str) -> None:
     Path(spec["out"]).write_text(json.dumps(result))
 
 
-def _send_with_java(spec: dict, records: list[ProducedRecord], folder: Path) -> list[float]:
-    """Send ``records`` with ``PacedProducer.java``; the epoch ms of each send, in order."""
+def _event_id(record: ProducedRecord) -> str | None:
+    """The record's ``event_id``; None for a malformed one (truncated JSON, no id)."""
+    try:
+        event = json.loads(record.value)
+    except ValueError:
+        return None
+    return event.get("event_id") if isinstance(event, dict) else None
+
+
+def _send_with_java(
+    spec: dict, records: list[tuple[ProducedRecord, int | None]], folder: Path
+) -> list[float]:
+    """Send ``records`` (each with the number whose due time dates it, or None: sent as it is)
+    with ``PacedProducer.java``; the epoch ms of each send, in order."""
     require_java()
     lines = folder / "records.tsv"
     with lines.open("w", encoding="utf-8") as out:
-        for record in records:
+        for record, dated in records:
             key = record.key.decode() if record.key else ""
-            out.write(f"{key}\t{record.value.decode()}\n")
+            tail = "" if dated is None else f"\t{dated}"
+            out.write(f"{key}\t{record.value.decode()}{tail}\n")
     sent = folder / "sent.txt"
     classpath = os.pathsep.join(str(j) for j in ensure_jars("kafka-broker"))
     command = [
@@ -115,6 +159,7 @@ def _send_with_java(spec: dict, records: list[ProducedRecord], folder: Path) -> 
         str(spec["rate"]),
         str(lines),
         str(sent),
+        *([spec["started"]] if spec.get("started") else []),
     ]
     subprocess.run(command, check=True)
     return [float(line) for line in sent.read_text().split()]

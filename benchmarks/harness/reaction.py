@@ -166,12 +166,22 @@ def measure(
         beats = pipeline.heartbeats(env.bootstrap, topics["heartbeats"])
         load_before = load()
         with (
-            _running(bursts.run),
             _running(listener.run if listener else None, join=False),  # stopped below
-            _running(beats.run if beats else None),
+            contextlib.ExitStack() as beside_the_load,
         ):
+
+            def start_beside() -> None:  # once sending starts: making the records is not load
+                beside_the_load.enter_context(_running(bursts.run))
+                beside_the_load.enter_context(_running(beats.run if beats else None))
+
             sent = _produce_in_subprocess(
-                env, topics["clickstream"], rate, asdict(background), cfg.producer, live=True
+                env,
+                topics["clickstream"],
+                rate,
+                asdict(background),
+                cfg.producer,
+                live=True,
+                on_sending=start_beside,
             )
             bursts.stop()
         produced = time.perf_counter()

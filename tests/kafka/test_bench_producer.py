@@ -7,17 +7,19 @@ import json
 import subprocess
 import sys
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from platform_pipelines.core.times import iso
 from platform_pipelines.kafka.admin import end_offsets
 from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clickstream
 from platform_pipelines.settings import REPO_ROOT
 from tests.kafka.test_broker import read_all
 
 kafka = pytest.mark.kafka
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @kafka
@@ -63,3 +65,56 @@ def test_the_java_producer_sends_every_record_paced_and_notes_each_send(
     assert result["records"] == 300
     # Paced, never ahead of 1,000/s: record 300 is due 0.299 s after the first.
     assert result["elapsed_s"] >= 0.29
+
+
+@kafka
+def test_live_records_are_dated_from_the_first_send_not_from_when_they_were_made(
+    kafka_broker: str, topic_factory, tmp_path: Path
+) -> None:
+    """With ``live``, event time starts when sending does (``started``), however long making
+    the records took: record n is dated when it is due, a re-sent copy as its original, and a
+    malformed record goes out as it was made."""
+    topic = topic_factory("paced-live", partitions=2)
+    cfg = ClickstreamConfig(
+        events=200,
+        users=10,
+        duplicate_rate=0.1,
+        late_rate=0.0,
+        malformed_rate=0.05,
+        start_time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    spec = {
+        "bootstrap": kafka_broker,
+        "topic": topic,
+        "rate": 1000.0,
+        "config": {**asdict(cfg), "start_time": cfg.start_time.isoformat()},
+        "out": str(tmp_path / "sent.json"),
+        "producer": "jvm",
+        "live": True,
+        "started": str(tmp_path / "started.txt"),
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.harness.produce_worker", str(tmp_path / "spec.json")],
+        cwd=REPO_ROOT,
+        check=True,
+        timeout=180,
+    )
+
+    records = list(generate_clickstream(cfg))
+    started_ms = int((tmp_path / "started.txt").read_text())
+    originals: dict[str, int] = {}
+    expected: list[bytes] = []
+    for number, record in enumerate(records):
+        if record.kind == "malformed":
+            expected.append(record.value)
+            continue
+        event = json.loads(record.value)
+        original = originals.setdefault(event["event_id"], number)
+        event["event_time"] = iso(EPOCH + timedelta(milliseconds=started_ms + original))
+        expected.append(json.dumps(event).encode())
+    received = read_all(kafka_broker, topic, len(records))
+    assert sorted(value for _, _, value in received) == sorted(expected)
+    sent = json.loads((tmp_path / "sent.json").read_text())["sent_ms"]
+    assert min(sent.values()) >= started_ms  # nothing went out before the start it reported
