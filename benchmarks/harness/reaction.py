@@ -41,14 +41,14 @@ from benchmarks.harness.bursts import Bursts, TopicListener
 from benchmarks.harness.env import Env, load
 from benchmarks.harness.inputs import clickstream
 from benchmarks.harness.latency import _produce_in_subprocess, _wait_visible
+from benchmarks.harness.reaction_figures import alert_figures, dedup_figures, topic_figures
 from benchmarks.harness.reaction_pipelines import (
     START_TIMEOUT_S,
     Pipeline,
     plain_pipeline,
     platform_pipeline,
 )
-from benchmarks.harness.stats import latency_figures, percentile
-from benchmarks.harness.visibility import first_visible_ms, latencies
+from benchmarks.harness.visibility import first_visible_ms
 from platform_pipelines.kafka.admin import create_topics
 from platform_pipelines.kafka.producer import ClickstreamConfig
 
@@ -174,16 +174,18 @@ def measure(
                 beside_the_load.enter_context(_running(bursts.run))
                 beside_the_load.enter_context(_running(beats.run if beats else None))
 
-            sent = _produce_in_subprocess(
-                env,
-                topics["clickstream"],
-                rate,
-                asdict(background),
-                cfg.producer,
-                live=True,
-                on_sending=start_beside,
-            )
-            bursts.stop()
+            try:
+                sent = _produce_in_subprocess(
+                    env,
+                    topics["clickstream"],
+                    rate,
+                    asdict(background),
+                    cfg.producer,
+                    live=True,
+                    on_sending=start_beside,
+                )
+            finally:
+                bursts.stop()
         produced = time.perf_counter()
         health = pipeline.health() if pipeline.health else None
         # the bursts' events land in ``events`` too: without them the wait ended early
@@ -202,9 +204,9 @@ def measure(
         "variant": variant,
         "rate": rate,
         "achieved_rate": round(sent["rate"], 1),
-        "alert_delta": _alert_figures(pipeline.alerts_table, bursts.sent_ms),
-        "alert_topic": _topic_figures(listener, bursts.sent_ms) if listener else None,
-        "dedup": _dedup_figures(pipeline.events_table, sent["sent_ms"]),
+        "alert_delta": alert_figures(pipeline.alerts_table, bursts.sent_ms),
+        "alert_topic": topic_figures(listener, bursts.sent_ms) if listener else None,
+        "dedup": dedup_figures(pipeline.events_table, sent["sent_ms"]),
         # the worst service shown stale, each of them (None: never shown), and how many never
         "stale_service_seconds_after_timeout": _worst(stale),
         "stale_services_seconds_after_timeout": stale,
@@ -290,36 +292,3 @@ def _wait_alerts(pipeline: Pipeline, sent_ms: dict[str, float], timeout_s: float
         if time.monotonic() > deadline:
             return
         time.sleep(0.5)
-
-
-def _alert_figures(table: Path, sent_ms: dict[str, float]) -> dict[str, Any]:
-    visible = first_visible_ms(table, key="user_id")
-    lat = latencies(sent_ms, visible, time.time() * 1000)
-    return _with_tenths(lat, len(sent_ms), sum(1 for u in sent_ms if u in visible))
-
-
-def _topic_figures(listener: TopicListener, sent_ms: dict[str, float]) -> dict[str, Any]:
-    lat = latencies(sent_ms, listener.received_ms, time.time() * 1000)
-    seen = sum(1 for u in sent_ms if u in listener.received_ms)
-    figures = _with_tenths(lat, len(sent_ms), seen)
-    ids = [i for i in listener.ids if any(i.startswith(u) for u in sent_ms)]
-    figures["records"] = len(ids)
-    figures["distinct_alert_ids"] = len(set(ids))
-    return figures
-
-
-def _dedup_figures(table: Path, sent_ms: dict[str, float]) -> dict[str, Any]:
-    visible = first_visible_ms(table)
-    lat = latencies(sent_ms, visible, time.time() * 1000)
-    return _with_tenths(lat, len(sent_ms), sum(1 for k in sent_ms if k in visible))
-
-
-def _with_tenths(lat: list[float], produced: int, seen: int) -> dict[str, Any]:
-    tenth = max(len(lat) // 10, 1)
-    first, last = percentile(lat[:tenth], 50), percentile(lat[-tenth:], 50)
-    return {
-        **latency_figures(lat, produced, seen),
-        "first_tenth_p50_seconds": first,
-        "last_tenth_p50_seconds": last,
-        "last_over_first_tenth_p50": round(last / first, 2) if first and last else None,
-    }
