@@ -4,6 +4,7 @@ stop comes during one, else at the start of the next; never between batches."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -69,31 +70,39 @@ def test_stops_racing_batches_end_the_query_only_inside_a_batch() -> None:
     batch works, or by the batch's own thread before its work when the end was armed."""
     gate = BatchGate()
     events: list[tuple[str, str]] = []  # (thread, what)
+    ends = [0]
     record = threading.Lock()
 
     def note(what: str) -> None:
         with record:
             events.append((threading.current_thread().name, what))
+            ends[0] += what == "end"
 
-    batch = GatedBatch("q1", lambda df, batch_id: note("work"), gate)
+    def work(df: object, batch_id: int) -> None:
+        note("work")
+        time.sleep(0)  # a batch's work lets other threads run, as Spark's jobs do
+
+    batch = GatedBatch("q1", work, gate)
     done = threading.Event()
 
     def batches() -> None:
-        for n in range(3000):
+        # Until 50 stops ended the query (each a race won somewhere): counted, not a fixed number
+        # of batches, which a busy machine's thread switches can let pass without a stop.
+        deadline, n = time.monotonic() + 60, 0
+        while ends[0] < 50 and time.monotonic() < deadline:
             note("enter")  # Spark calls the foreachBatch function
             batch(None, n)
             note("exit")  # and it returned
+            n += 1
         done.set()
 
     runner = threading.Thread(target=batches, name="batch")
     runner.start()
-    stops = 0
     while not done.is_set():
         gate.end_query("q1", lambda: note("end"))
-        stops += 1
     runner.join()
 
-    assert stops > 10 and sum(what == "end" for _, what in events) > 10
+    assert sum(what == "end" for _, what in events) >= 50
     inside = worked = False
     for i, (who, what) in enumerate(events):
         if what == "end":
