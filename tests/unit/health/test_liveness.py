@@ -39,6 +39,15 @@ def test_a_healthy_stream_passes_with_the_age_of_its_last_batch():
     }
 
 
+def test_a_batch_recorded_after_now_was_taken_is_zero_seconds_old_not_negative():
+    records = [started(), *batches(10)]
+
+    live = judge_liveness(records, RUNNING, records[-1].ts - 1.6)
+
+    assert (live.status, live.summary) == (Status.PASS, "last batch 0 s ago")
+    assert (live.evidence["age_seconds"], live.evidence["last_batch_age_seconds"]) == (0.0, 0.0)
+
+
 def test_a_running_run_is_alive_up_to_the_stale_limit_and_stalled_past_it():
     records = [started(), *batches(5)]
     last = records[-1].ts
