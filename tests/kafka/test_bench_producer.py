@@ -35,23 +35,7 @@ def test_the_java_producer_sends_every_record_paced_and_notes_each_send(
         malformed_rate=0.0,
         start_time=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    config = {**asdict(cfg), "start_time": cfg.start_time.isoformat()}
-    spec = {
-        "bootstrap": kafka_broker,
-        "topic": topic,
-        "rate": 1000.0,
-        "config": config,
-        "out": str(tmp_path / "sent.json"),
-        "producer": "jvm",
-    }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-
-    subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.produce_worker", str(tmp_path / "spec.json")],
-        cwd=REPO_ROOT,
-        check=True,
-        timeout=180,
-    )
+    run_worker(tmp_path, kafka_broker, topic, cfg)
 
     records = list(generate_clickstream(cfg))
     assert sum(end_offsets(kafka_broker, topic).values()) == 300
@@ -83,24 +67,7 @@ def test_live_records_are_dated_from_the_first_send_not_from_when_they_were_made
         malformed_rate=0.05,
         start_time=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    spec = {
-        "bootstrap": kafka_broker,
-        "topic": topic,
-        "rate": 1000.0,
-        "config": {**asdict(cfg), "start_time": cfg.start_time.isoformat()},
-        "out": str(tmp_path / "sent.json"),
-        "producer": "jvm",
-        "live": True,
-        "started": str(tmp_path / "started.txt"),
-    }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-
-    subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.produce_worker", str(tmp_path / "spec.json")],
-        cwd=REPO_ROOT,
-        check=True,
-        timeout=180,
-    )
+    run_worker(tmp_path, kafka_broker, topic, cfg, live=True, started=str(tmp_path / "started.txt"))
 
     records = list(generate_clickstream(cfg))
     started_ms = int((tmp_path / "started.txt").read_text())
@@ -118,3 +85,26 @@ def test_live_records_are_dated_from_the_first_send_not_from_when_they_were_made
     assert sorted(value for _, _, value in received) == sorted(expected)
     sent = json.loads((tmp_path / "sent.json").read_text())["sent_ms"]
     assert min(sent.values()) >= started_ms  # nothing went out before the start it reported
+
+
+def run_worker(
+    folder: Path, bootstrap: str, topic: str, cfg: ClickstreamConfig, **options: object
+) -> None:
+    """``produce_worker`` as the suite runs it: the Java producer at 1,000 records/s, the send
+    times in ``folder/sent.json``; ``options`` added to its spec."""
+    spec = {
+        "bootstrap": bootstrap,
+        "topic": topic,
+        "rate": 1000.0,
+        "config": {**asdict(cfg), "start_time": cfg.start_time.isoformat()},
+        "out": str(folder / "sent.json"),
+        "producer": "jvm",
+        **options,
+    }
+    (folder / "spec.json").write_text(json.dumps(spec))
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.harness.produce_worker", str(folder / "spec.json")],
+        cwd=REPO_ROOT,
+        check=True,
+        timeout=180,
+    )
