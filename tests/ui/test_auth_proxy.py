@@ -129,7 +129,7 @@ def auth_proxy(
         try:
             requests.get(url, timeout=2)
             return True
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not yet, or a busy machine
             return False
 
     try:
