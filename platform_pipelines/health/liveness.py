@@ -106,7 +106,10 @@ def judge_liveness(
         return failed(
             LIVENESS,
             f"no progress for {duration(age)} (trigger every {duration(newest.trigger_seconds)})",
-            "The query is hung or its driver is gone: check the run's logs, then restart the run.",
+            "The query is hung, starved of cores, or its driver is gone: in the run's Spark UI "
+            "(port 4040 or the next free one), a job of this stream that still completes tasks "
+            "is slow or starved (give the run more cores or run fewer streams beside it: a "
+            "restart throws its work away); otherwise check the run's logs, then restart the run.",
             evidence,
         )
     if done:

@@ -21,7 +21,12 @@ from tests.unit.health.factories import (
 )
 
 BROKER_DOWN = "the Kafka broker at 127.0.0.1:9092 does not answer (connection refused)"
-HUNG = "The query is hung or its driver is gone: check the run's logs, then restart the run."
+HUNG = (
+    "The query is hung, starved of cores, or its driver is gone: in the run's Spark UI "
+    "(port 4040 or the next free one), a job of this stream that still completes tasks "
+    "is slow or starved (give the run more cores or run fewer streams beside it: a "
+    "restart throws its work away); otherwise check the run's logs, then restart the run."
+)
 
 
 def test_a_healthy_stream_passes_with_the_age_of_its_last_batch():
