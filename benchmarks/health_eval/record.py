@@ -25,7 +25,6 @@ os.environ.setdefault("PLATFORM_SPARK_LOG_LEVEL", "ERROR")  # before the setting
 
 from rich.console import Console  # noqa: E402
 
-import benchmarks.health_eval.back_to_back  # noqa: E402, F401 (registers its recipes)
 from benchmarks.health_eval.fixture import FIXTURES  # noqa: E402
 from benchmarks.health_eval.harness import Recording, recording_env  # noqa: E402
 from benchmarks.health_eval.recipes import RECIPES  # noqa: E402

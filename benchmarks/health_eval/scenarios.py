@@ -1,4 +1,4 @@
-"""The labelled scenarios: fourteen healthy, fourteen faulty, each with what every check must say.
+"""The labelled scenarios: thirteen healthy, thirteen faulty, each with what every check must say.
 
 A healthy scenario must pass every check at every moment of its recording. A faulty one must be
 failed (or warned, where warning is the documented level) by the checks that watch its cause,
@@ -124,12 +124,6 @@ HEALTHY = [
         s.dedup(timedelta(minutes=1)),
         "events",
     ),
-    healthy(
-        "back_to_back_surge_kept_up",
-        "on a trigger of 0, a trickle rises to half of what the logic processes: its batches grow, then settle",
-        SLOW,
-        "key_counts",
-    ),
 ]
 
 FAULTY = [
@@ -224,22 +218,6 @@ FAULTY = [
         "key_counts",
         cause="the input rose past what the stream processes",
         expect=BEHIND,
-    ),
-    faulty(
-        "back_to_back_slightly_too_slow",
-        "on a trigger of 0, after a backlog, 500 events a second for a logic that processes about 490",
-        SLOW,
-        "key_counts",
-        cause="processing is a little slower than the input, in long batches",
-        # warned once min_trend_batches back-to-back batches with input say so: after the
-        # catch-up's batch and the continuous phase's first (Spark gives it no input rate)
-        expect={
-            "falling_behind": Expect(
-                WARN,
-                within_batches=POLICY.min_trend_batches + 2,
-                remedy_names=("keep up", "capacity"),
-            )
-        },
     ),
     faulty(
         "tight_watermark_drops_valid_rows",

@@ -27,12 +27,6 @@ class HealthPolicy:
         behind_ratio: falling behind when the input rate exceeds the processing rate by this
             factor over the window while every batch with input was full.
         min_rate_batches: batches with input needed in the window before rates are compared.
-        growth_warn_ratio: batches that run back to back (each at least its trigger) warn when
-            the window's last third ran this many times as long as its first third...
-        min_rising_share: ...the later of two ran longer in this share of every two of them
-            (a steady rise; lengths that only vary rise in about half)...
-        min_trend_batches: ...over at least this many such batches with input, and the cost of
-            a row says the input outruns the stream (``health.capacity``).
         lag_warn_records: warn when the stream is this many records behind its input, or
             ``lag_warn_intervals`` times what arrives between two of its commits, whichever is
             more...
@@ -69,9 +63,6 @@ class HealthPolicy:
     window_batches: int = 10
     behind_ratio: float = 1.2
     min_rate_batches: int = 3
-    growth_warn_ratio: float = 1.2
-    min_rising_share: float = 0.8
-    min_trend_batches: int = 5
     lag_warn_records: int = 10_000
     lag_fail_records: int = 1_000_000
     lag_warn_intervals: float = 2.0

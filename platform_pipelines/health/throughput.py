@@ -17,7 +17,6 @@ from platform_pipelines.core.spark_progress import (
 )
 from platform_pipelines.core.units import count
 from platform_pipelines.core.verdict import Verdict, combine, failed, passed, warned
-from platform_pipelines.health.capacity import judge_capacity, measure_capacity
 from platform_pipelines.health.history import batches, by_time, progress_of
 from platform_pipelines.health.policy import DEFAULT_POLICY, HealthPolicy
 from platform_pipelines.health.runs import RunState
@@ -106,9 +105,8 @@ def judge_falling_behind(
     * rates, over the last ``window_batches`` batches of the newest query run (a continuous
       run's catch-up phase is a query run of its own) (see ``Rates``): warn when at least
       ``min_rate_batches`` batches had input, every one of them was full, and the input rate is
-      above ``behind_ratio`` times the processed rate; or when those batches ran back to back,
-      grew, and the cost of a row says the input outruns the stream (``health.capacity``). A
-      catch-up phase reads a backlog as fast as it can: its rates are not judged;
+      above ``behind_ratio`` times the processed rate. A catch-up phase reads a backlog
+      as fast as it can: its rates are not judged;
     * lag (see ``Lag``): above ``lag_fail_records`` fail, above ``lag_warn_records`` warn; an
       unknown lag fails with its cause (the stream cannot read). No lag: rates only. A
       catch-up's lag is the backlog it was started to read (bounded by the end offsets at its
@@ -118,15 +116,13 @@ def judge_falling_behind(
     if run is not None and (run.status != "running" or run.waiting_for):
         return _not_judged(run, lag)
     current = newest_query_run(batches(records))
-    window = current[-policy.window_batches :]
-    rates = window_rates(window)
+    rates = window_rates(current[-policy.window_batches :])
     # the newest record says the phase, even before the phase's first batch (its start record)
     newest = by_time(records)
     catching_up = bool(newest) and _catching_up(newest[-1])
     verdicts = [_rate_verdict(rates, policy, catching_up)]
-    if not catching_up and (grows := judge_capacity(measure_capacity(window), policy)):
-        verdicts.append(grows)
     if lag is not None:
+        window = current[-policy.window_batches :]
         trigger = newest[-1].trigger_seconds if newest else 0.0
         # batches capped by a catch-up (this one, or the one the continuous phase starts after)
         # leave behind more than arrived since: not a rate
