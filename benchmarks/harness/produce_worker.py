@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -41,6 +42,10 @@ from platform_pipelines.kafka.producer import (
 JAVA_SOURCE = Path(__file__).with_name("PacedProducer.java")
 # The event time the Java producer fills in as it sends (``dated_on_send``).
 EVENT_TIME = "@EVENT_TIME@"
+# The two fields read here, found in a well-formed record's bytes instead of parsing and encoding
+# it again (at 10,000 records/s for six minutes those passes took minutes of the worker's start).
+EVENT_ID_FIELD = re.compile(rb'"event_id"\s*:\s*"([^"\\]*)"')
+EVENT_TIME_FIELD = re.compile(rb'"event_time"\s*:\s*"[^"\\]*"')
 # With ``live``, the first record is dated this long after the records are made: about when the
 # paced producer sends it (its JVM starts first).
 LIVE_LEAD_S = 1.0
@@ -86,10 +91,15 @@ def dated_on_send(records: list[ProducedRecord]) -> list[tuple[ProducedRecord, i
         if record.kind == "malformed":  # kept as it is: its date may be what is wrong with it
             out.append((record, None))
             continue
-        event = json.loads(record.value)
-        event["event_time"] = EVENT_TIME
-        original = first.setdefault(str(event.get("event_id")), number)
-        out.append((replace(record, value=json.dumps(event).encode()), original))
+        value, dated = EVENT_TIME_FIELD.subn(
+            f'"event_time":"{EVENT_TIME}"'.encode(), record.value, 1
+        )
+        if not dated:  # no event time to replace: add one
+            event = json.loads(record.value)
+            event["event_time"] = EVENT_TIME
+            value = json.dumps(event).encode()
+        original = first.setdefault(str(_event_id(record)), number)
+        out.append((replace(record, value=value), original))
     return out
 
 
@@ -127,7 +137,16 @@ def main(spec_path: str) -> None:
 
 
 def _event_id(record: ProducedRecord) -> str | None:
-    """The record's ``event_id``; None for a malformed one (truncated JSON, no id)."""
+    """The record's ``event_id``; None for a malformed one (truncated JSON, no id).
+
+    >>> from platform_pipelines.kafka.producer import ProducedRecord
+    >>> _event_id(ProducedRecord(b"u", b'{"event_id":"e1","page":"/"}', "ok"))
+    'e1'
+    >>> _event_id(ProducedRecord(b"u", b'{"event_id":"e1","pa', "malformed")) is None
+    True
+    """
+    if record.kind != "malformed" and (found := EVENT_ID_FIELD.search(record.value)):
+        return found.group(1).decode()
     try:
         event = json.loads(record.value)
     except ValueError:
