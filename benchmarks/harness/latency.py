@@ -116,8 +116,14 @@ def _measure(env: Env, cfg: LatencyConfig, variant: str, r: int, say: Say) -> di
         def sending() -> None:
             start.update(wall=time.perf_counter(), cpu=cpu_seconds())
 
-        sent = _produce_in_subprocess(
-            env, topic, cfg.rate, asdict(measured), cfg.producer, on_sending=sending
+        sent = produce_in_subprocess(
+            env.work,
+            env.bootstrap,
+            topic,
+            cfg.rate,
+            asdict(measured),
+            cfg.producer,
+            on_sending=sending,
         )
         produced = time.perf_counter()
         _wait_visible(table, before + len(sent["sent_ms"]), cfg.drain_seconds, alive)
@@ -213,8 +219,9 @@ def _platform(
         thread.join(180)
 
 
-def _produce_in_subprocess(
-    env: Env,
+def produce_in_subprocess(
+    work: Path,
+    bootstrap: str,
     topic: str,
     rate: float,
     config: dict[str, Any],
@@ -225,11 +232,11 @@ def _produce_in_subprocess(
     """Run the paced producer in its own process; what it sent and when (``live``: every record
     dated when it is sent). ``on_sending`` is called once the producer starts sending (making
     the records came first: minutes for a five-minute run at 10,000/s on 2 cores)."""
-    folder = env.work / f"latency-producer-{topic}"
+    folder = work / f"latency-producer-{topic}"
     folder.mkdir(parents=True, exist_ok=True)
     config["start_time"] = config["start_time"].isoformat()
     spec = {
-        "bootstrap": env.bootstrap,
+        "bootstrap": bootstrap,
         "topic": topic,
         "rate": rate,
         "config": config,

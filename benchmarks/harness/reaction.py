@@ -40,7 +40,7 @@ from typing import Any
 from benchmarks.harness.bursts import Bursts, TopicListener
 from benchmarks.harness.env import Env, load
 from benchmarks.harness.inputs import clickstream
-from benchmarks.harness.latency import _produce_in_subprocess, _wait_visible
+from benchmarks.harness.latency import _wait_visible, produce_in_subprocess
 from benchmarks.harness.reaction_figures import alert_figures, dedup_figures, topic_figures
 from benchmarks.harness.reaction_pipelines import (
     START_TIMEOUT_S,
@@ -175,8 +175,9 @@ def measure(
                 beside_the_load.enter_context(_running(beats.run if beats else None))
 
             try:
-                sent = _produce_in_subprocess(
-                    env,
+                sent = produce_in_subprocess(
+                    env.work,
+                    env.bootstrap,
                     topics["clickstream"],
                     rate,
                     asdict(background),
@@ -269,7 +270,9 @@ def _warm_load(
 
     Measured on 2 cores (docs/benchmarks/latency.md): the first sample of a JVM took an alert
     6.2 s and a row of ``events`` 14.4 s (p50), the next one in the same JVM 4.5 and 5.9 s."""
-    sent = _produce_in_subprocess(env, topic, rate, asdict(warm), cfg.producer, live=True)
+    sent = produce_in_subprocess(
+        env.work, env.bootstrap, topic, rate, asdict(warm), cfg.producer, live=True
+    )
     rows = pipeline.visible_before + len(sent["sent_ms"])
     if not _wait_visible(pipeline.events_table, rows, START_TIMEOUT_S, pipeline.alive):
         raise RuntimeError(f"{prefix}: the warm-up's records were not all in the table")
