@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster static docs lint audit format bench bench-quick bench-reaction bench-codegen bench-state-show health-eval chaos clean
+.PHONY: help setup system-deps demo test test-unit test-cluster ui postgres cluster static docs lint audit format bench bench-quick bench-reaction bench-realtime-probe bench-codegen bench-state-show health-eval chaos clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -105,6 +105,9 @@ bench: setup ## Benchmark suite: platform vs plain PySpark vs native; latency, s
 
 bench-reaction: setup ## Reaction time in continuous mode: alerts, the dedup path, stale services (benchmarks/results/reaction.json)
 	$(BIN)/python benchmarks/bench_reaction.py
+
+bench-realtime-probe: setup ## The alert as one query under Spark 4.3's Real-time Mode vs micro-batch (a separate venv; benchmarks/results/realtime-mode-probe.json)
+	$(BIN)/python benchmarks/probe_realtime_mode.py
 
 bench-codegen: setup ## How much a continuous run spends compiling generated code, and what it compiles again (benchmarks/results/codegen.json)
 	$(BIN)/python benchmarks/bench_codegen.py
