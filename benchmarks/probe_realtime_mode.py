@@ -42,7 +42,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import click  # noqa: E402
-import psutil  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -50,6 +49,7 @@ from benchmarks.harness.bursts import Bursts, TopicListener  # noqa: E402
 from benchmarks.harness.env import load  # noqa: E402
 from benchmarks.harness.inputs import clickstream  # noqa: E402
 from benchmarks.harness.latency import produce_in_subprocess  # noqa: E402
+from benchmarks.harness.processes import CpuSampler, spark_python, threads  # noqa: E402
 from benchmarks.harness.reaction_figures import topic_figures  # noqa: E402
 from platform_pipelines.jvm import ensure_jars  # noqa: E402
 from platform_pipelines.kafka.admin import create_topics  # noqa: E402
@@ -66,69 +66,80 @@ SLOTS = INPUT_PARTITIONS + 2 * SHUFFLE_PARTITIONS
 console = Console()
 
 
-def spark_python(version: str) -> Path:
-    """The Python of ``.local/spark-<version>-venv``, made (with pyspark ``version``) when absent."""
-    venv = REPO / ".local" / f"spark-{version}-venv"
-    python = venv / "bin" / "python"
-    if python.exists():
-        return python
-    with console.status(f"installing pyspark {version} into {venv.relative_to(REPO)} (once)"):
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        pip = [str(python), "-m", "pip", "install", "-q", f"pyspark=={version}"]
-        subprocess.run(pip, check=True)
-    return python
-
-
 def measure(
-    python: Path, work: Path, bootstrap: str, mode: str, rate: float, seconds: float, jars: str
+    python: Path, work: Path, bootstrap: str, mode: str, cfg: dict[str, Any], jars: str
 ) -> dict[str, Any]:
-    """One run of the alert query in ``mode``: its alerts' figures and its CPU while loaded."""
+    """One run of the alert query in ``mode``: its alerts' figures and its CPU while loaded.
+
+    Bursts are timed only while the background runs: one sent after its last record (the
+    producer returns once it has written what it sent) would be timed beside no load."""
     topics = {"clicks": f"{mode}-clicks", "alerts": f"{mode}-alerts"}
     create_topics(bootstrap, {topics["clicks"]: INPUT_PARTITIONS, topics["alerts"]: 1})
-    with _query(python, work, bootstrap, mode, topics, jars) as proc:
-        _warm_up(bootstrap, topics, mode, proc)
+    log = work / f"{mode}.log"
+    with _query(python, work, bootstrap, mode, topics, jars, cfg["checkpoint_every"]) as proc:
+        _warm_up(bootstrap, topics, mode, proc, log)
         listener = TopicListener(bootstrap, topics["alerts"], id_field="alert_id")
         bursts = Bursts(bootstrap, topics["clicks"], prefix=mode)
-        background = clickstream(int(rate * seconds), 10_000, 11, clean=True)
-        cpu: list[float] = []
-        threads = [threading.Thread(target=t.run, daemon=True) for t in (listener, bursts)]
-        threads[0].start()
-
-        def sending() -> None:
-            cpu.append(_cpu_seconds(proc))
-            threads[1].start()
-
-        began = time.perf_counter()
+        cpu = CpuSampler(proc)
+        background = clickstream(int(cfg["rate"] * cfg["seconds"]), 10_000, 11, clean=True)
         load_before = load()
-        try:
-            sent = produce_in_subprocess(
-                work, bootstrap, topics["clicks"], rate, asdict(background), "jvm", True, sending
-            )
-        finally:
-            bursts.stop()
-        loaded = time.perf_counter() - began
-        cpu.append(_cpu_seconds(proc))
-        deadline = time.monotonic() + 60
-        while set(bursts.sent_ms) - set(listener.received_ms) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        listener.stop()
-        figures = topic_figures(listener, bursts.sent_ms)
+        with threads(listener, cpu) as start:
+            sending: list[threading.Thread] = []
+            try:
+                sent = produce_in_subprocess(
+                    work,
+                    bootstrap,
+                    topics["clicks"],
+                    cfg["rate"],
+                    asdict(background),
+                    "jvm",
+                    live=True,
+                    on_sending=lambda: sending.append(start(bursts)),
+                )
+            finally:
+                bursts.stop()
+                for thread in sending:
+                    thread.join(30)  # its burst under way is sent whole
+            if not bursts.sent_ms:
+                raise click.ClickException(f"{mode}: the producer ended before a burst was sent")
+            first, last = min(sent["sent_ms"].values()), max(sent["sent_ms"].values())
+            timed = {u: at for u, at in bursts.sent_ms.items() if at <= last}
+            deadline = time.monotonic() + 60
+            while set(timed) - set(listener.received_ms) and time.monotonic() < deadline:
+                _alive(proc, mode, log)
+                time.sleep(0.2)
+            _alive(proc, mode, log)
+    figures = topic_figures(listener, timed)
+    # every alert on the topic, the background's users' too: update mode writes a window's
+    # record again for each failure past the threshold, with the same alert_id
+    figures["all_records"], figures["all_distinct_ids"] = len(listener.ids), len(set(listener.ids))
     return {
         "mode": mode,
-        "rate": rate,
+        "rate": cfg["rate"],
         "achieved_rate": round(sent["rate"], 1),
         "alerts": figures,
-        "query_cpu_seconds_per_second": round((cpu[-1] - cpu[0]) / sent["elapsed_s"], 2),
+        "bursts_after_the_input_not_timed": len(bursts.sent_ms) - len(timed),
+        "query_cpu_cores": cpu.cores_between(first, last),
         "input_seconds": round(sent["elapsed_s"], 1),
-        "loaded_seconds": round(loaded, 1),
         "load_before": load_before,
         "load_after": load(),
     }
 
 
+def _alive(proc: subprocess.Popen[bytes], mode: str, log: Path) -> None:
+    if proc.poll() is not None:
+        raise click.ClickException(f"the {mode} query stopped (exit {proc.returncode}): see {log}")
+
+
 @contextlib.contextmanager
 def _query(
-    python: Path, work: Path, bootstrap: str, mode: str, topics: dict[str, str], jars: str
+    python: Path,
+    work: Path,
+    bootstrap: str,
+    mode: str,
+    topics: dict[str, str],
+    jars: str,
+    checkpoint_every: str,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The alert query of ``mode`` in its own process, stopped at the end of the block."""
     started = work / f"{mode}.started"
@@ -144,6 +155,7 @@ def _query(
         f"--master=local[{SLOTS}]",
         f"--shuffle-partitions={SHUFFLE_PARTITIONS}",
         f"--started={started}",
+        f"--checkpoint-every={checkpoint_every}",
     ]
     log = work / f"{mode}.log"
     with log.open("wb") as out:
@@ -164,35 +176,23 @@ def _query(
 
 
 def _warm_up(
-    bootstrap: str, topics: dict[str, str], mode: str, proc: subprocess.Popen[bytes]
+    bootstrap: str, topics: dict[str, str], mode: str, proc: subprocess.Popen[bytes], log: Path
 ) -> None:
-    """A burst, until its alert is on the topic: the query has run before anything is timed."""
+    """Bursts until one's alert is on the topic: the query has run before anything is timed."""
     listener = TopicListener(bootstrap, topics["alerts"], id_field="alert_id")
     warm = Bursts(bootstrap, topics["clicks"], prefix=f"{mode}-warm", every=10)
-    threads = [threading.Thread(target=t.run, daemon=True) for t in (listener, warm)]
-    for thread in threads:
-        thread.start()
     deadline = time.monotonic() + 300
-    with console.status(f"{mode}: waiting for a warm-up burst's alert"):
+    with (
+        threads(listener, warm),
+        console.status(f"{mode}: waiting for a warm-up burst's alert"),
+    ):
         while not listener.received_ms:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise click.ClickException(f"{mode}: no alert for the warm-up bursts")
+            _alive(proc, mode, log)
+            if time.monotonic() > deadline:
+                raise click.ClickException(
+                    f"{mode}: no alert for 300 s of warm-up bursts: see {log}"
+                )
             time.sleep(0.2)
-    warm.stop()
-    listener.stop()
-    for thread in threads:
-        thread.join(30)
-
-
-def _cpu_seconds(proc: subprocess.Popen[bytes]) -> float:
-    """CPU seconds (user + system) of ``proc`` and its descendants (the Spark JVM) so far."""
-    root = psutil.Process(proc.pid)
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            times = p.cpu_times()
-            total += times.user + times.system
-    return total
 
 
 def _s(value: float | None) -> str:
@@ -204,18 +204,33 @@ def _s(value: float | None) -> str:
 @click.option("--modes", default="realtime,microbatch", show_default=True)
 @click.option("--rate", default=2_000.0, show_default=True, help="Background events/s.")
 @click.option("--seconds", default=60.0, show_default=True, help="Input per mode, in seconds.")
+@click.option(
+    "--checkpoint-every",
+    default="60 seconds",
+    show_default=True,
+    help="Real-time Mode's batch: how often it checkpoints (at least 5 seconds).",
+)
 @click.option("--output", type=click.Path(path_type=Path), default=RESULTS, show_default=True)
 @click.option("--keep", is_flag=True, help="Keep the run's folder (the queries' logs).")
 def main(
-    spark_version: str, modes: str, rate: float, seconds: float, output: Path, keep: bool
+    spark_version: str,
+    modes: str,
+    rate: float,
+    seconds: float,
+    checkpoint_every: str,
+    output: Path,
+    keep: bool,
 ) -> None:
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     if not wanted or set(wanted) - {"realtime", "microbatch"}:
         raise click.BadParameter(
             f"{modes!r}: give realtime, microbatch or both", param_hint="--modes"
         )
-    python = spark_python(spark_version)
+    python = spark_python(spark_version, console.print)
     jars = ",".join(str(p) for p in ensure_jars("spark") if p.name.startswith(KAFKA_JARS))
+    cfg = {"spark_version": spark_version, "rate": rate, "seconds": seconds}
+    cfg |= {"checkpoint_every": checkpoint_every, "input_partitions": INPUT_PARTITIONS}
+    cfg |= {"shuffle_partitions": SHUFFLE_PARTITIONS, "master": f"local[{SLOTS}]"}
     work = Path(tempfile.mkdtemp(prefix="realtime-probe-"))
     broker = LocalKafkaBroker(work / "kafka")
     samples = []
@@ -223,15 +238,32 @@ def main(
         bootstrap = broker.start()
         for mode in wanted:
             console.print(f"{mode}: {rate:,.0f} events/s for {seconds:.0f} s, a burst every 5 s")
-            samples.append(measure(python, work, bootstrap, mode, rate, seconds, jars))
+            samples.append(measure(python, work, bootstrap, mode, cfg, jars))
             alerts = samples[-1]["alerts"]
             console.print(f"{mode}: alert p50 {_s(alerts['p50_seconds'])}")
+    except BaseException:
+        keep = True  # the queries' logs say what went wrong
+        raise
     finally:
         broker.stop()
         if keep:
             console.print(f"kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+    _print(samples, spark_version)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True)
+    result = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit.stdout.decode().strip(),
+        "command": " ".join(["benchmarks/probe_realtime_mode.py", *sys.argv[1:]]),
+        "config": cfg,
+        "samples": samples,
+    }
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    console.print(f"results: {output}")
+
+
+def _print(samples: list[dict[str, Any]], spark_version: str) -> None:
     table = Table(title=f"The alert topic under Spark {spark_version}, one query, this machine")
     for column in ("mode", "alerts", "p50", "p95", "max", "query CPU (cores)", "events/s"):
         table.add_column(column, justify="right")
@@ -239,14 +271,10 @@ def main(
         a = sample["alerts"]
         seen = f"{a['visible_rows']} of {a['produced_rows']}"
         cells = (_s(a["p50_seconds"]), _s(a["p95_seconds"]), _s(a["max_seconds"]))
-        cpu = f"{sample['query_cpu_seconds_per_second']:.2f}"
+        cores = sample["query_cpu_cores"]
+        cpu = "-" if cores is None else f"{cores:.2f}"
         table.add_row(sample["mode"], seen, *cells, cpu, f"{sample['achieved_rate']:,.0f}")
     console.print(table)
-    config = {"spark_version": spark_version, "rate": rate, "seconds": seconds}
-    config |= {"input_partitions": INPUT_PARTITIONS, "shuffle_partitions": SHUFFLE_PARTITIONS}
-    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "config": config}
-    output.write_text(json.dumps({**result, "samples": samples}, indent=2) + "\n")
-    console.print(f"results: {output}")
 
 
 if __name__ == "__main__":
