@@ -117,16 +117,10 @@ def cpu_seconds() -> float | None:
     """CPU seconds (user + system) used so far by this process and every live descendant: the
     Python driver, the Spark JVM, its Python workers. None without psutil."""
     try:
-        import psutil
+        from benchmarks.harness.processes import tree_cpu_seconds
     except ImportError:
         return None
-    me = psutil.Process()
-    total = 0.0
-    for proc in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            times = proc.cpu_times()
-            total += times.user + times.system
-    return total
+    return tree_cpu_seconds(os.getpid())
 
 
 def timed(action: Callable[[], Any]) -> tuple[Any, dict[str, float | None]]:

@@ -81,7 +81,12 @@ def threads(*always: Any) -> Iterator[Callable[[Any], threading.Thread]]:
 
 def cpu_seconds(proc: subprocess.Popen[bytes]) -> float:
     """CPU seconds (user + system) of ``proc`` and its descendants (the Spark JVM) so far."""
-    root = psutil.Process(proc.pid)
+    return tree_cpu_seconds(proc.pid)
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and every live descendant so far."""
+    root = psutil.Process(pid)
     total = 0.0
     for p in [root, *root.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
