@@ -23,7 +23,7 @@ Pure functions over the progress dict, so they are unit-tested without a JVM.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from platform_pipelines.core.times import parse_iso
@@ -75,6 +75,29 @@ def event_time(progress: Progress, stat: str) -> float | None:
     the watermark is on); None for a batch without rows or a query without a watermark. Unlike
     the watermark, the epoch itself is a value here: a row dated 1970-01-01 reports it."""
     return parse_iso((progress.get("eventTime") or {}).get(stat))
+
+
+def watermark_owed(
+    batches: Sequence[Progress], delay_seconds: float
+) -> tuple[float | None, float] | None:
+    """The watermark a stateful query's batches imply that its newest batch did not run with:
+    ``(applied, implied)`` (epoch seconds; ``applied`` None before the first watermark), or
+    None when nothing is owed.
+
+    ``implied`` is the largest ``eventTime.max`` of ``batches`` (oldest first, of one
+    checkpoint) less ``delay_seconds``. Spark applies it in the batch after the one that read those rows:
+    a no-data batch, which closes sessions and expires state. It plans that batch only after a
+    batch the same query run executed (``constructNextBatch``), so a query stopped before it
+    runs nothing until new input arrives. A query without stateful operators runs no such
+    batch and owes nothing.
+    """
+    if not batches or not operators(batches[-1]):
+        return None
+    maxima = [m for b in batches if (m := event_time(b, "max")) is not None]
+    if not maxima:
+        return None
+    implied, applied = max(maxima) - delay_seconds, watermark_seconds(batches[-1])
+    return None if applied is not None and applied >= implied else (applied, implied)
 
 
 def operators(progress: Progress) -> list[Mapping[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from platform_pipelines.core.spark_progress import watermark_owed
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.kafka.admin import end_offsets
 from platform_pipelines.kafka.producer import ClickstreamConfig, generate_clickstream, produce
@@ -79,30 +80,16 @@ def caught_up(lake: Lakehouse, bootstrap: str, registry: StreamRegistry) -> bool
     return True
 
 
-def watermarks_behind(progress: Progress, registry: StreamRegistry) -> dict[str, str]:
-    """The streams with a watermark whose latest batch ran behind the watermark their input
-    implies (the largest event time they read, less their delay), with that batch's watermark.
-
-    Spark applies the watermark a batch's input sets in the batch after it: a no-data batch
-    that closes sessions and expires state, which it plans only after a batch the same query
-    ran. A stop before that batch leaves it to the next input (a restarted query runs nothing
-    until then), so the run is stopped only once it has run.
-    """
-    behind = {}
+def watermarks_behind(progress: Progress, registry: StreamRegistry) -> dict[str, object]:
+    """The streams whose newest batch ran behind the watermark their rows imply
+    (``watermark_owed``): a stop before the batch that applies it leaves it to the next input,
+    so the run is stopped only once none is owed."""
+    owed = {}
     for name in STREAMS:
         delay, batches = registry.get(name).watermark, progress.batches.get(name, [])
-        seen = [b["eventTime"] for b in batches if "max" in b.get("eventTime", {})]
-        if delay is None or not seen:
-            continue
-        implied = max(_instant(t["max"]) for t in seen) - delay
-        applied = batches[-1].get("eventTime", {}).get("watermark")
-        if applied is None or _instant(applied) < implied:
-            behind[name] = f"{applied} < {implied.isoformat()}"
-    return behind
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if delay is not None and (gap := watermark_owed(batches, delay.total_seconds())):
+            owed[name] = gap
+    return owed
 
 
 def test_a_continuous_run_over_a_backlog_writes_the_same_tables_as_a_catch_up_run(

@@ -17,6 +17,7 @@ from platform_pipelines.core.spark_progress import (
     sst_bytes,
     started_at,
     state_bytes,
+    watermark_owed,
     watermark_seconds,
 )
 from tests.unit.health.factories import batch, load
@@ -130,3 +131,39 @@ def test_a_batch_lasts_its_trigger_execution_else_its_rows_over_its_processing_r
     assert batch_seconds({"numInputRows": 1000, "processedRowsPerSecond": 250.0}) == 4.0
     assert batch_seconds({"numInputRows": 1000, "processedRowsPerSecond": 0.0}) == 0.0
     assert batch_seconds({}) == 0.0
+
+
+def _timed(batch_id: int, watermark: str, newest: str | None, state: bool = True) -> dict:
+    """A batch's progress with its watermark and (for a batch with rows) its newest event."""
+    times = {"watermark": watermark, **({"max": newest} if newest else {})}
+    operators = [{"numRowsTotal": 3}] if state else []
+    return {"batchId": batch_id, "eventTime": times, "stateOperators": operators}
+
+
+def _at(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_the_watermark_a_data_batch_implies_is_owed_until_a_later_batch_runs_with_it() -> None:
+    first = _timed(0, "1970-01-01T00:00:00.000Z", "2026-11-06T09:40:00.000Z")
+    assert watermark_owed([first], 600) == (None, _at("2026-11-06T09:30:00Z"))
+    data = _timed(1, "2026-11-06T09:30:00.000Z", "2026-11-06T10:00:00.000Z")
+    assert watermark_owed([first, data], 600) == (
+        _at("2026-11-06T09:30:00Z"),
+        _at("2026-11-06T09:50:00Z"),
+    )
+    no_data = _timed(2, "2026-11-06T09:50:00.000Z", None)
+    assert watermark_owed([first, data, no_data], 600) is None
+
+
+def test_a_batch_of_older_rows_owes_nothing_and_a_stateless_query_never_does() -> None:
+    newest = _timed(4, "2026-11-06T09:50:00.000Z", "2026-11-06T10:00:00.000Z")
+    older = _timed(5, "2026-11-06T09:50:00.000Z", "2026-11-06T09:55:00.000Z")
+    assert watermark_owed([newest, older], 600) is None  # the max of all batches counts
+    assert watermark_owed([newest, older], 300) == (
+        _at("2026-11-06T09:50:00Z"),
+        _at("2026-11-06T09:55:00Z"),
+    )
+    stateless = _timed(1, "2026-11-06T09:30:00.000Z", "2026-11-06T10:00:00.000Z", state=False)
+    assert watermark_owed([stateless], 600) is None
+    assert watermark_owed([], 600) is None
