@@ -1,8 +1,10 @@
 """The judge of a chaos trial: every table of the tortured lakehouse against a clean catch-up run.
 
-Both lakehouses read the same topic. The trial's gets one more catch-up run first (its last
-launch stopped between triggers: the emissions a final watermark would drive are still due), then
-each table is compared with the reference's as a multiset of rows without the columns that say
+Both lakehouses read the same topic. The trial's last launch was stopped once it had caught up
+and run the batch that applies its last watermark (``chaos_launch.wait_caught_up``: a restarted
+query runs no batch without new input, so no later run could close those sessions); the trial's
+lakehouse gets one more catch-up run (it finishes a batch a stop may have cut), then each table
+is compared with the reference's as a multiset of rows without the columns that say
 when or by which attempt a row was written: rows missing from the trial are lost, rows it holds
 too often are duplicated.
 """
@@ -49,7 +51,7 @@ def compare(
     clean catch-up run of ``topic`` into ``reference_lake``, those it holds too often, and the
     reference's row count."""
     trial, reference = Lakehouse(trial_lake), Lakehouse(reference_lake)
-    catch_up(spark, trial, bootstrap, topic)  # the last watermark-driven emissions settle
+    catch_up(spark, trial, bootstrap, topic)  # a batch the last stop cut, if any
     catch_up(spark, reference, bootstrap, topic)
     lost, duplicated, rows = {}, {}, {}
     for table in TABLES:

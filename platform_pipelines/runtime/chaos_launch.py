@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from platform_pipelines.core.progress_store import ProgressStore
+from platform_pipelines.core.spark_progress import watermark_owed
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.kafka.admin import end_offsets
 from platform_pipelines.lakehouse.delta import Lakehouse
@@ -217,22 +218,38 @@ def caught_up(lake: Lakehouse, bootstrap: str, topic: str) -> bool:
     return True
 
 
+def watermarks_owed(progress_dir: Path) -> dict[str, tuple[float | None, float]]:
+    """The chaos worker's streams whose newest recorded batch ran behind the watermark their
+    rows imply (``core.spark_progress.watermark_owed``), by stream."""
+    store, streams = ProgressStore(progress_dir), builtin_streams(BuiltinSettings())
+    owed = {}
+    for name in STREAMS:
+        delay = streams.get(name).watermark
+        batches = [r.progress for r in store.recent(name, 200) if r.progress is not None]
+        if delay is not None and (gap := watermark_owed(batches, delay.total_seconds())):
+            owed[name] = gap
+    return owed
+
+
 def wait_caught_up(
-    lake: Lakehouse,
+    lake_dir: Path,
     bootstrap: str,
     topic: str,
     worker: subprocess.Popen[bytes],
     fleet: Fleet,
-    log: Path,
 ) -> None:
-    """Wait until ``caught_up``.
+    """Wait until the pipeline in ``lake_dir`` is ``caught_up`` and owes no watermark
+    (``watermarks_owed``): stopped before the batch that applies one, its sessions and alerts
+    would wait for input that never comes, and the comparison with a clean run would call them
+    lost.
 
     Raises:
         RuntimeError: the worker exited first, or did not catch up in ``CATCH_UP_TIMEOUT_S``;
-            the message names its ``log``.
+            the message names its log.
     """
+    lake, log = Lakehouse(lake_dir / "lakehouse"), lake_dir / WORKER_LOG
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    while not caught_up(lake, bootstrap, topic):
+    while not caught_up(lake, bootstrap, topic) or watermarks_owed(lake_dir / "progress"):
         if worker.poll() is not None:
             raise RuntimeError(
                 f"the last launch exited with {worker.returncode} before it caught up; see {log}"

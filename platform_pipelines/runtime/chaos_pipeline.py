@@ -115,7 +115,7 @@ class TrialPipeline:
             RuntimeError: it exited, did not catch up, or did not stop cleanly.
         """
         worker = self.running()
-        wait_caught_up(self.lake, self.bootstrap, self.topic, worker, self.fleet, self.log)
+        wait_caught_up(self.lake_dir, self.bootstrap, self.topic, worker, self.fleet)
         code = self.fleet.stop(worker)
         self.worker = None
         if code != 0:
