@@ -46,10 +46,10 @@ class StageWriter:
         plan: StartPlan | None = None,
         drops_late: bool = True,
         kafka: KafkaInput | None = None,
-        publish: Callable[[DataFrame, int], None] | None = None,
+        publish: Callable[[DataFrame], None] | None = None,
     ) -> None:
         self._stream = stream
-        self._publish = publish  # sends the output rows (how many) to the stream's topic
+        self._publish = publish  # sends the output rows to the stream's topic
         self._kafka = kafka  # the stream reads Kafka itself (``reads="kafka"``)
         self._target = target
         self._guard_until_ms = plan.guard_until_ms if plan else 0
@@ -85,7 +85,7 @@ class StageWriter:
             # one of them is replayed and completes the others.
             publish = self._publish
             run_together(
-                *([lambda: publish(written, rows_out)] if publish is not None and rows_out else []),
+                *([lambda: publish(written)] if publish is not None and rows_out else []),
                 *([lambda: self._write_output(written, batch_id, clock)] if rows_out else []),
                 late_rows_and_ledger,
             )

@@ -14,7 +14,6 @@ from kafka import KafkaConsumer
 from platform_pipelines.kafka.producer import produce_events
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.runtime.crash_points import CrashPoints, pauses
-from platform_pipelines.streams.publish import DRIVER_ROWS, Publisher
 from tests.integration.events import ev
 from tests.integration.helpers import table
 from tests.waiting import wait_for
@@ -84,40 +83,3 @@ def test_an_alert_is_published_again_after_a_crash_and_written_to_delta_once(
         5,
         "failed_logins",
     )
-
-
-@pytest.mark.parametrize("rows", [12, DRIVER_ROWS + 1], ids=["from-the-driver", "from-executors"])
-def test_both_ways_of_sending_put_a_key_s_records_on_the_partition_spark_s_writer_picks(
-    spark, kafka_broker, topic_factory, rows: int
-):
-    """A small batch is sent from the driver, a big one by Spark's Kafka writer: either way each
-    row is one record with the same key and value, on the partition Spark's own writer (the Java
-    client's hash of the key) puts that key's records."""
-    frame = spark.createDataFrame(
-        [(f"user-{n % 7}", f"user-{n % 7}-{n}", n) for n in range(rows)],
-        "user_id string, alert_id string, failures int",
-    )
-    ours, spark_s = topic_factory("publish_ours", 3), topic_factory("publish_spark_s", 3)
-    Publisher(kafka_broker, ours, ["user_id"])(frame, rows)
-    Publisher(kafka_broker, spark_s, ["user_id"])(frame)  # no count: Spark's writer
-
-    sent, reference = _records(kafka_broker, ours), _records(kafka_broker, spark_s)
-    assert len(sent) == rows
-    assert sorted(sent) == sorted(reference)  # (partition, key, value) alike, one each
-    assert {key for _, key, _ in sent} == {f"user-{n}" for n in range(7)}
-    assert len({partition for partition, _, _ in sent}) > 1  # keyed across the partitions
-
-
-def _records(bootstrap: str, topic: str) -> list[tuple[int, str, str]]:
-    """Every record of ``topic`` so far: (partition, key, value)."""
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
-    try:
-        return [(r.partition, r.key.decode(), r.value.decode()) for r in consumer]
-    finally:
-        consumer.close()
