@@ -84,16 +84,23 @@ def watermark_owed(
     ``(applied, implied)`` (epoch seconds; ``applied`` None before the first watermark), or
     None when nothing is owed.
 
-    ``implied`` is the largest ``eventTime.max`` of ``batches`` (oldest first, of one
-    checkpoint) less ``delay_seconds``. Spark applies it in the batch after the one that read those rows:
-    a no-data batch, which closes sessions and expires state. It plans that batch only after a
-    batch the same query run executed (``constructNextBatch``), so a query stopped before it
-    runs nothing until new input arrives. A query without stateful operators runs no such
-    batch and owes nothing.
+    ``implied`` is the largest ``eventTime.max`` less ``delay_seconds`` over the batches (oldest
+    first) of the newest batch's query run (``runId``). Spark applies it in the batch after the
+    one that read those rows: a no-data batch, which closes sessions and expires state. It
+    plans that batch only after a batch the same run executed (``constructNextBatch``): a
+    restarted query runs nothing until new input arrives, and then runs with the watermark
+    the last committed batch left (its commit log keeps it). So what an earlier run owed is
+    not owed by the next one, and a query without stateful operators owes nothing.
+
+    For queries with one watermark whose stateful operators ask for a batch when it moves
+    (event-time timeouts, deduplication or aggregation with a watermark): with several
+    watermarks Spark keeps the smallest, and an operator that never asks (a timeout-less
+    ``flatMapGroupsWithState``) would look owed for good.
     """
     if not batches or not operators(batches[-1]):
         return None
-    maxima = [m for b in batches if (m := event_time(b, "max")) is not None]
+    run = query_run(batches[-1])
+    maxima = [m for b in batches if query_run(b) == run and (m := event_time(b, "max")) is not None]
     if not maxima:
         return None
     implied, applied = max(maxima) - delay_seconds, watermark_seconds(batches[-1])

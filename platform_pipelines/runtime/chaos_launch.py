@@ -17,12 +17,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from platform_pipelines.core.progress_store import ProgressStore
-from platform_pipelines.core.spark_progress import watermark_owed
+from platform_pipelines.core.spark_progress import batch_id, watermark_owed
+from platform_pipelines.core.times import iso
 from platform_pipelines.health.checkpoint import inspect_checkpoint, kafka_committed_offsets
 from platform_pipelines.kafka.admin import end_offsets
+from platform_pipelines.lakehouse.checkpoints import batch_ids
 from platform_pipelines.lakehouse.delta import Lakehouse
 from platform_pipelines.lakehouse.delta_log import committed_version, latest_version
 from platform_pipelines.runtime.chaos_worker import STREAMS
@@ -218,17 +221,32 @@ def caught_up(lake: Lakehouse, bootstrap: str, topic: str) -> bool:
     return True
 
 
-def watermarks_owed(progress_dir: Path) -> dict[str, tuple[float | None, float]]:
-    """The chaos worker's streams whose newest recorded batch ran behind the watermark their
-    rows imply (``core.spark_progress.watermark_owed``), by stream."""
-    store, streams = ProgressStore(progress_dir), builtin_streams(BuiltinSettings())
-    owed = {}
+def watermarks_owed(lake_dir: Path) -> dict[str, str]:
+    """The chaos worker's streams that will still run the batch applying a watermark their
+    rows imply (``core.spark_progress.watermark_owed``), with what they owe; a stream whose
+    recorded progress is behind its checkpoint's last commit is named too (not judged yet).
+
+    A stream whose current launch has run no batch owes nothing it will pay: a restarted
+    query runs no batch without new input, whatever an earlier launch left owed.
+    """
+    store, streams = ProgressStore(lake_dir / "progress"), builtin_streams(BuiltinSettings())
+    lake, owed = Lakehouse(lake_dir / "lakehouse"), {}
     for name in STREAMS:
-        delay = streams.get(name).watermark
-        batches = [r.progress for r in store.recent(name, 200) if r.progress is not None]
-        if delay is not None and (gap := watermark_owed(batches, delay.total_seconds())):
-            owed[name] = gap
+        delay, records = streams.get(name).watermark, store.recent(name, 200)
+        starts = [i for i, r in enumerate(records) if r.event == "started"]
+        batches = [(i, r.progress) for i, r in enumerate(records) if r.progress is not None]
+        if delay is None or not batches or (starts and starts[-1] > batches[-1][0]):
+            continue
+        committed = batch_ids(lake.checkpoint(name), "commits")
+        if committed and batch_id(batches[-1][1]) < committed[-1]:
+            owed[name] = f"batch {committed[-1]} committed, its progress not recorded yet"
+        elif gap := watermark_owed([p for _, p in batches], delay.total_seconds()):
+            owed[name] = f"its batches ran to the watermark {_at(gap[0])}, {_at(gap[1])} is owed"
     return owed
+
+
+def _at(seconds: float | None) -> str:
+    return "none" if seconds is None else iso(datetime.fromtimestamp(seconds, UTC))
 
 
 def wait_caught_up(
@@ -249,13 +267,15 @@ def wait_caught_up(
     """
     lake, log = Lakehouse(lake_dir / "lakehouse"), lake_dir / WORKER_LOG
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    while not caught_up(lake, bootstrap, topic) or watermarks_owed(lake_dir / "progress"):
+    while not caught_up(lake, bootstrap, topic) or watermarks_owed(lake_dir):
         if worker.poll() is not None:
             raise RuntimeError(
                 f"the last launch exited with {worker.returncode} before it caught up; see {log}"
             )
         if time.monotonic() > deadline:
+            owed = "; ".join(f"{n}: {what}" for n, what in watermarks_owed(lake_dir).items())
             raise RuntimeError(
-                f"the last launch did not catch up within {CATCH_UP_TIMEOUT_S} s; see {log}"
+                f"the last launch did not catch up within {CATCH_UP_TIMEOUT_S} s"
+                f"{f' ({owed})' if owed else ''}; see {log}"
             )
         fleet.sleep(1)

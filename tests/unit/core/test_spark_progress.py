@@ -133,11 +133,13 @@ def test_a_batch_lasts_its_trigger_execution_else_its_rows_over_its_processing_r
     assert batch_seconds({}) == 0.0
 
 
-def _timed(batch_id: int, watermark: str, newest: str | None, state: bool = True) -> dict:
+def _timed(
+    batch_id: int, watermark: str, newest: str | None, state: bool = True, run: str = "run-1"
+) -> dict:
     """A batch's progress with its watermark and (for a batch with rows) its newest event."""
     times = {"watermark": watermark, **({"max": newest} if newest else {})}
     operators = [{"numRowsTotal": 3}] if state else []
-    return {"batchId": batch_id, "eventTime": times, "stateOperators": operators}
+    return {"batchId": batch_id, "runId": run, "eventTime": times, "stateOperators": operators}
 
 
 def _at(text: str) -> float:
@@ -167,3 +169,17 @@ def test_a_batch_of_older_rows_owes_nothing_and_a_stateless_query_never_does() -
     stateless = _timed(1, "2026-11-06T09:30:00.000Z", "2026-11-06T10:00:00.000Z", state=False)
     assert watermark_owed([stateless], 600) is None
     assert watermark_owed([], 600) is None
+
+
+def test_a_restarted_query_owes_only_what_its_own_batches_imply() -> None:
+    # The first run stopped after a data batch, before the no-data batch that would apply it.
+    stopped = _timed(1, "2026-11-06T09:30:00.000Z", "2026-11-06T10:00:00.000Z", run="run-1")
+    # The next run read older rows only: it runs with the committed watermark, owes nothing.
+    older = _timed(2, "2026-11-06T09:50:00.000Z", "2026-11-06T09:55:00.000Z", run="run-2")
+    assert watermark_owed([stopped, older], 600) is None
+    # Newer rows in the next run: it owes what they imply, and pays it itself.
+    newer = _timed(2, "2026-11-06T09:50:00.000Z", "2026-11-06T10:20:00.000Z", run="run-2")
+    assert watermark_owed([stopped, newer], 600) == (
+        _at("2026-11-06T09:50:00Z"),
+        _at("2026-11-06T10:10:00Z"),
+    )
