@@ -1,8 +1,8 @@
 """The ``foreachBatch`` of a stateful stream: its output, its late rows and its ledger row.
 
 The operator's output is appended, or upserted by key in update mode, and, for a stream with a
-``publish_topic``, sent to that Kafka topic beside the commit (``streams.publish``); the rows its
-watermark refused are found again and put into ``late_events`` (``streams.late_rows``).
+``publish_topic``, sent to that Kafka topic first (``streams.publish``); the rows its watermark
+refused are found again and put into ``late_events`` (``streams.late_rows``).
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ class StageWriter:
         clock = batch_clock(self._target.checkpoint, batch_id)
         output = self._guarded(batch.select(*self._columns), clock).persist()
         try:
+            if self._publish is not None:
+                # The job that runs the operator (and fills the cache) is the topic's send, so
+                # the topic gets the rows a Spark job sooner than after a count; the count
+                # below reads the cache. A crash before the Delta commit replays the batch,
+                # which sends its rows again (at least once, by the unique key).
+                self._publish(output)
             rows_out = output.count()
             # Cached: the writes below read it in output_files(rows_out) tasks, each reading
             # several of its partitions in order (so an upsert still sees a key's rows in order).
@@ -80,12 +86,9 @@ class StageWriter:
                 watermarked = self._stream.watermark is not None
                 self._target.record(batch, batch_id, counts, clock, watermarked)
 
-            # The output's commit overlaps the late rows', the ledger's and the topic's; each is
-            # idempotent (the topic: at least once, by the unique key), so a batch that fails in
-            # one of them is replayed and completes the others.
-            publish = self._publish
+            # The output's commit overlaps the late rows' and the ledger's; each is idempotent,
+            # so a batch that fails in one of them is replayed and completes the others.
             run_together(
-                *([lambda: publish(written)] if publish is not None and rows_out else []),
                 *([lambda: self._write_output(written, batch_id, clock)] if rows_out else []),
                 late_rows_and_ledger,
             )
