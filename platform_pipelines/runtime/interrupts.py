@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from platform_pipelines.core.times import from_ms, iso
+
 # A terminal's Ctrl-C reaches a Dagster step process twice: from the terminal, and forwarded by
 # its run process (the multiprocess executor) a few milliseconds later. Signals this close to the
 # first are the same request; one after it is a second, impatient one.
@@ -75,6 +77,9 @@ class GracefulStop(BaseException):
     reason: str
     stopped: dict[str, int] = field(default_factory=dict)
     abandoned: list[str] = field(default_factory=list)
+    # stream -> the watermark (epoch seconds) its batches imply and its last batch did not
+    # apply: Spark applies it in a batch the stop came before (``core.spark_progress``)
+    owed: dict[str, float] = field(default_factory=dict)
 
     def line(self) -> str:
         """One line for the run log.
@@ -93,9 +98,15 @@ class GracefulStop(BaseException):
                 f"on {self.reason} without waiting for the running batch of {cut} (it runs "
                 "again on the next start)"
             )
+        owed = "".join(
+            f" {name} stopped before the batch that moves its watermark to {iso(from_ms(int(at * 1000)))}: "
+            "what waits on the watermark (sessions to close, timers to fire, state to expire) "
+            "happens when it next reads input."
+            for name, at in self.owed.items()
+        )
         return (
             f"Stopped {how}: {where or 'no query was running'}. The checkpoints are consistent; "
-            "the next run resumes where these stopped."
+            f"the next run resumes where these stopped.{owed}"
         )
 
 

@@ -1,6 +1,8 @@
 """What a running query is doing, read from Spark: between batches or in one, caught up; and
 telling it to end after its batch. The supervisor decides with these when a query can be stopped
-without cutting a batch; each leans on a detail of Spark (4.2) written down where it is used."""
+without cutting a batch; each leans on a detail of Spark (4.2) written down where it is used.
+After a stop: the watermark a query still owes, and how it ended (a handle that no longer
+answers is a ``QueryLostError``, never a clean end)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.sql.streaming.query import StreamingQuery
+
+from platform_pipelines.core.spark_progress import watermark_owed
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +167,14 @@ def ran(progress: Mapping[str, Any]) -> bool:
     return "addBatch" in (progress.get("durationMs") or {})
 
 
+def owed_watermark(query: StreamingQuery, delay_seconds: float) -> float | None:
+    """The watermark (epoch seconds) ``query``'s batches imply and its last batch did not run
+    with (``core.spark_progress.watermark_owed``), else None: after a stop, what waits on it
+    (sessions to close, state to expire) happens only when the stream next reads input."""
+    owed = watermark_owed([p for p in query.recentProgress if ran(p)], delay_seconds)
+    return None if owed is None else owed[1]
+
+
 def caught_up(query: StreamingQuery) -> bool:
     """An availableNow query whose last batch found nothing left to read.
 
@@ -174,3 +186,39 @@ def caught_up(query: StreamingQuery) -> bool:
         return False
     last = query.lastProgress
     return last is not None and last["numInputRows"] == 0 and not query.status["isDataAvailable"]
+
+
+class QueryLostError(RuntimeError):
+    """A query's handle stopped answering (its session or JVM is gone): how it ended is unknown,
+    and an end nobody can vouch for is not a clean one."""
+
+
+def run_id(query: StreamingQuery) -> str:
+    try:
+        return str(query.runId)
+    except Py4JError:  # the JVM is gone: the end is recorded without its query run
+        return ""
+
+
+def query_error(name: str, query: StreamingQuery) -> BaseException | None:
+    """Spark's error when the query died, None when it did not; a ``QueryLostError`` when Spark
+    cannot be asked: only Spark's word makes an end clean."""
+    try:
+        return query.exception()
+    except Exception as error:  # returned, not raised: this runs in ``wait``'s finally too
+        return lost_query(name, "reading how its query ended", error)
+
+
+def lost_query(name: str, action: str, error: Exception) -> QueryLostError:
+    """``error``, met while ``action`` for stream ``name``, logged and turned into the failure
+    that the query's end is reported with."""
+    log.warning(
+        "Stream %r: %s failed (%s: %s); its end is reported as a failure",
+        name,
+        action,
+        type(error).__name__,
+        error,
+    )
+    lost = QueryLostError(f"the query no longer answers: {action} failed with {error!r}")
+    lost.__cause__ = error
+    return lost

@@ -206,6 +206,7 @@ def run_streams(
                         query,
                         stop_when_caught_up=stream.processing_time_timers,
                         restart=again(stream, "catch_up"),
+                        watermark=stream.watermark,
                     )
                 supervisor.wait([s.name for s in wave])
             for stream in (s for s in ready if per_stream[s.name].mode == "continuous"):
@@ -214,6 +215,7 @@ def run_streams(
                     stream.name,
                     start_stream(ctx, stream, per_stream[stream.name], "continuous"),
                     restart=again(stream, "continuous"),
+                    watermark=stream.watermark,
                 )
             supervisor.wait()
             while late.should_wait():

@@ -9,6 +9,9 @@ A query that dies of a failure that passes on a restart (``health.restart.passin
 busy machine, not the data or the code) is started again from its checkpoint, at most
 ``RESTARTS_IN_RUN`` times per stream in a run, when its owner said how (``add``'s ``restart``).
 
+A graceful stop names each stream that stopped before the batch that applies the watermark its
+rows imply (``graceful_stop``): what waits on it happens when the stream next reads input.
+
 Only batches that ran are reported: a trigger that found no new data also leaves a progress in
 ``recentProgress``, with no rows and the id of the batch still to come, which must not hide that
 batch when it runs.
@@ -19,10 +22,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -34,7 +37,11 @@ from platform_pipelines.runtime.query_state import (
     caught_up,
     end_after_batch,
     end_between_batches,
+    lost_query,
+    owed_watermark,
+    query_error,
     ran,
+    run_id,
     runs_batch,
 )
 from platform_pipelines.streams.batch_gate import GATE
@@ -52,11 +59,6 @@ log = logging.getLogger(__name__)
 
 class StreamFailedError(RuntimeError):
     """A streaming query died; the message is Spark's error, summarized."""
-
-
-class QueryLostError(RuntimeError):
-    """A query's handle stopped answering (its session or JVM is gone): how it ended is unknown,
-    and an end nobody can vouch for is not a clean one."""
 
 
 def summarize_failure(name: str, error: BaseException) -> str:
@@ -93,6 +95,7 @@ class Supervisor:
         self._ended: set[str] = set()
         self.last_batch: dict[str, int] = {}
         self.abandoned: list[str] = []  # streams whose running batch a stop did not wait for
+        self._delays: dict[str, float] = {}  # stream -> its watermark delay, seconds
 
     def add(
         self,
@@ -100,12 +103,15 @@ class Supervisor:
         query: StreamingQuery,
         stop_when_caught_up: bool = False,
         restart: Restart | None = None,
+        watermark: timedelta | None = None,
     ) -> None:
         """Watch ``query``; with ``stop_when_caught_up`` (an availableNow query with
         processing-time timers, which Spark would never end) it is ended after a batch once
         caught up (``catch_up_end``). ``restart`` starts it again after a failure that passes
-        (none: every failure raises)."""
+        (none: every failure raises). A stop names the stream if it owes its ``watermark``."""
         self._queries[name] = query
+        if watermark is not None:
+            self._delays[name] = watermark.total_seconds()
         if restart is None:
             self._restart.pop(name, None)
         else:
@@ -130,8 +136,7 @@ class Supervisor:
             while self._any_active(watched):  # the last poll may have started one again
                 while active := [n for n in watched if self._queries[n].isActive]:
                     if self._stop.requested:
-                        stopped = self.stop_all()
-                        raise GracefulStop(self._stop.name, stopped, list(self.abandoned))
+                        raise self.graceful_stop(self._stop.name)
                     try:
                         self._queries[active[0]].awaitTermination(self._poll)  # type: ignore[arg-type]  # seconds; PySpark takes floats
                     except StreamingQueryException as error:
@@ -158,7 +163,7 @@ class Supervisor:
             self._watch()
         for name, query in list(self._queries.items()):
             self._report_batches(name, query)
-            error = _query_error(name, query)
+            error = query_error(name, query)
             if error is not None:
                 self._failed(name, error)
                 continue
@@ -181,7 +186,7 @@ class Supervisor:
         failed = self._queries[name]
         self._catch_up_ends.forget(name, failed)
         self._report_batches(name, failed)
-        self._on_end(name, error, _run_id(failed))
+        self._on_end(name, error, run_id(failed))
         self.restarts[name] = done + 1
         self._on_restart(
             name,
@@ -189,6 +194,16 @@ class Supervisor:
             f"(restart {done + 1} of at most {RESTARTS_IN_RUN} in this run)",
         )
         self._queries[name] = restart()
+
+    def graceful_stop(self, reason: str) -> GracefulStop:
+        """Stop every query (``stop_all``); what the stop left, to raise."""
+        stopped = self.stop_all()
+        owed = {
+            name: at
+            for name, delay in self._delays.items()
+            if (at := self._attempt(name, owed_watermark, self._queries[name], delay)) is not None
+        }
+        return GracefulStop(reason, stopped, list(self.abandoned), owed)
 
     def stop_all(self) -> dict[str, int]:
         """Stop every query after the batch it runs. A query whose batch is past its planning
@@ -262,40 +277,9 @@ class Supervisor:
                 active = query.isActive
             except Exception as error:  # runs in ``wait``'s finally: never mask its exception
                 self._ended.add(name)
-                lost = _lost(name, "asking whether its query runs", error)
-                self._on_end(name, lost, _run_id(query))
+                lost = lost_query(name, "asking whether its query runs", error)
+                self._on_end(name, lost, run_id(query))
                 continue
             if not active:
                 self._ended.add(name)
-                self._on_end(name, _query_error(name, query), _run_id(query))
-
-
-def _run_id(query: StreamingQuery) -> str:
-    try:
-        return str(query.runId)
-    except Py4JError:  # the JVM is gone: the end is recorded without its query run
-        return ""
-
-
-def _query_error(name: str, query: StreamingQuery) -> BaseException | None:
-    """Spark's error when the query died, None when it did not; a ``QueryLostError`` when Spark
-    cannot be asked: only Spark's word makes an end clean."""
-    try:
-        return query.exception()
-    except Exception as error:  # returned, not raised: this runs in ``wait``'s finally too
-        return _lost(name, "reading how its query ended", error)
-
-
-def _lost(name: str, action: str, error: Exception) -> QueryLostError:
-    """``error``, met while ``action`` for stream ``name``, logged and turned into the failure
-    that the query's end is reported with."""
-    log.warning(
-        "Stream %r: %s failed (%s: %s); its end is reported as a failure",
-        name,
-        action,
-        type(error).__name__,
-        error,
-    )
-    lost = QueryLostError(f"the query no longer answers: {action} failed with {error!r}")
-    lost.__cause__ = error
-    return lost
+                self._on_end(name, query_error(name, query), run_id(query))

@@ -22,7 +22,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from platform_pipelines.health.liveness import create_topic_command
 from platform_pipelines.kafka.reachability import reachable
 from platform_pipelines.kafka.security import KafkaSecurityError
-from platform_pipelines.runtime.interrupts import GracefulStop, StopRequest
+from platform_pipelines.runtime.interrupts import StopRequest
 from platform_pipelines.runtime.query_state import thread_alive
 from platform_pipelines.runtime.supervisor import Supervisor
 from platform_pipelines.streams.declare import Stream
@@ -156,7 +156,7 @@ class TopicWait:
         watch or report), there is nothing to wait for, or ``stop`` is set (``GracefulStop``)."""
         while self.should_wait() and not self._for_supervisor():
             if stop.requested:
-                raise GracefulStop(stop.name, self._supervisor.stop_all())
+                raise self._supervisor.graceful_stop(stop.name)
             watch()
             if not self._for_supervisor():
                 time.sleep(poll_seconds)
@@ -193,6 +193,7 @@ class TopicWait:
             self._start(stream, phase),
             stop_when_caught_up=caught_up,
             restart=lambda: self._start(stream, phase),
+            watermark=stream.watermark,
         )
         self._started.append(stream.name)
         return stream.name

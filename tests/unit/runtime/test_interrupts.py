@@ -72,3 +72,15 @@ def test_the_stop_line_names_each_stream_and_its_batch() -> None:
         "Stopped gracefully on SIGINT: events after batch 7, user_sessions before its first batch. "
         "The checkpoints are consistent; the next run resumes where these stopped."
     )
+
+
+def test_the_stop_line_names_a_stream_stopped_before_its_watermark_moved() -> None:
+    # user_sessions read events up to 10:24 with a 10 minute delay; its last batch ran with an
+    # older watermark, and the batch that moves it to 10:14 is the one the stop came before.
+    line = GracefulStop("SIGTERM", {"user_sessions": 4}, owed={"user_sessions": 1795342440}).line()
+    assert line == (
+        "Stopped gracefully on SIGTERM: user_sessions after batch 4. The checkpoints are "
+        "consistent; the next run resumes where these stopped. user_sessions stopped before the "
+        "batch that moves its watermark to 2026-11-22T10:14:00.000Z: what waits on the watermark "
+        "(sessions to close, timers to fire, state to expire) happens when it next reads input."
+    )
